@@ -1,0 +1,12 @@
+//! Upper bounds of every parameter, chosen so that no arithmetic in any
+//! algorithm can overflow (all intermediate products fit in `u128`).
+
+/// `count`, `capacity`, `refill_count`, `limit`: 1 ..= 10^9.
+pub const MAX_LIMIT: u64 = 1_000_000_000;
+/// `max_burst`: 0 ..= 10^9 - 1, so that `max_burst + 1 <= MAX_LIMIT`.
+pub const MAX_BURST: u64 = MAX_LIMIT - 1;
+/// `quantity`: 0 ..= 10^9.
+pub const MAX_QUANTITY: u64 = 1_000_000_000;
+/// `period`, `window`, `refill_period`: at most 10^15 microseconds (about
+/// 31.7 years): 10^9 seconds, or 10^12 milliseconds with `MS`.
+pub const MAX_PERIOD_MICROS: u64 = 1_000_000_000_000_000;

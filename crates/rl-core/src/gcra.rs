@@ -1,0 +1,151 @@
+//! GCRA, the Generic Cell Rate Algorithm, as redis-cell's `CL.THROTTLE`, but
+//! exact: all time is counted in "ticks" of `1/per_micro` microseconds, where
+//! `per_micro` is the smallest denominator that makes the emission interval
+//! `period / count` a whole number of ticks.
+
+use crate::bounds::{MAX_BURST, MAX_LIMIT, MAX_PERIOD_MICROS};
+use crate::decision::{Decision, RetryAfter};
+use crate::error::{in_range, ParamError};
+use crate::limiter::{Limiter, Outcome, Update};
+use crate::time::{gcd, Instant, Micros};
+
+/// Validated GCRA parameters.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Gcra {
+    /// `max_burst + 1`.
+    limit: u64,
+    /// Ticks per microsecond.
+    per_micro: u64,
+    /// The emission interval `T = period / count`, in ticks.
+    emission_interval: u128,
+}
+
+/// The theoretical arrival time, an exact rational instant:
+/// `units / per_micro` microseconds since the epoch.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Tat {
+    units: u128,
+    per_micro: u64,
+}
+
+impl Tat {
+    /// `None` unless `1 <= per_micro <= 10^9` and the instant is at most
+    /// `u64::MAX` microseconds.
+    pub fn new(units: u128, per_micro: u64) -> Option<Tat> {
+        if !(1..=MAX_LIMIT).contains(&per_micro) {
+            return None;
+        }
+        if units / u128::from(per_micro) > u128::from(u64::MAX) {
+            return None;
+        }
+        Some(Tat { units, per_micro })
+    }
+
+    pub fn units(&self) -> u128 {
+        self.units
+    }
+
+    pub fn per_micro(&self) -> u64 {
+        self.per_micro
+    }
+
+    /// This instant in ticks of `1/per_micro` µs, rounded up (later), which
+    /// never admits more when the denominators differ (parameters changed).
+    fn ticks(&self, per_micro: u64) -> u128 {
+        if per_micro == self.per_micro {
+            return self.units;
+        }
+        // units < 2^64 * 10^9 and per_micro <= 10^9: the product fits in u128.
+        (self.units * u128::from(per_micro)).div_ceil(u128::from(self.per_micro))
+    }
+}
+
+impl Gcra {
+    /// `max_burst` 0 ..= 10^9 - 1, `count` 1 ..= 10^9, `period_micros`
+    /// 1 ..= 10^15.
+    pub fn new(max_burst: u64, count: u64, period_micros: u64) -> Result<Gcra, ParamError> {
+        let max_burst = in_range("max_burst", max_burst, 0, MAX_BURST)?;
+        let count = in_range("count", count, 1, MAX_LIMIT)?;
+        let period = in_range("period", period_micros, 1, MAX_PERIOD_MICROS)?;
+        let g = gcd(u128::from(period), u128::from(count));
+        let per_micro = u128::from(count) / g;
+        Ok(Gcra {
+            limit: max_burst + 1,
+            // count <= 10^9, so per_micro fits in u64.
+            per_micro: u64::try_from(per_micro).unwrap_or(u64::MAX),
+            emission_interval: u128::from(period) / g,
+        })
+    }
+
+    /// The delay variation tolerance `tau = T * (max_burst + 1)`, in ticks.
+    fn tolerance(&self) -> u128 {
+        self.emission_interval * u128::from(self.limit)
+    }
+
+    fn micros(&self, ticks: u128) -> Micros {
+        Micros(ticks.div_ceil(u128::from(self.per_micro)))
+    }
+}
+
+impl Limiter for Gcra {
+    type State = Tat;
+
+    fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    fn check(&self, state: Option<&Tat>, now: Instant, quantity: u64) -> Outcome<Tat> {
+        let d = u128::from(self.per_micro);
+        let now_t = u128::from(now.as_micros()) * d;
+        let tat = state.map_or(now_t, |s| s.ticks(self.per_micro)).max(now_t);
+        // A TAT later than this refuses every request.
+        let horizon = now_t + self.tolerance();
+        let remaining_at = |tat: u128| {
+            let free = horizon.saturating_sub(tat) / self.emission_interval;
+            u64::try_from(free).unwrap_or(u64::MAX).min(self.limit)
+        };
+        let mut decision = Decision {
+            blocked: false,
+            limit: self.limit,
+            remaining: remaining_at(tat),
+            retry_after: RetryAfter::Allowed,
+            reset: self.micros(tat - now_t),
+        };
+        if quantity == 0 {
+            return Outcome::unchanged(decision);
+        }
+        if quantity > self.limit {
+            decision.blocked = true;
+            decision.retry_after = RetryAfter::Never;
+            return Outcome::unchanged(decision);
+        }
+        let new_tat = tat + u128::from(quantity) * self.emission_interval;
+        let expires_at = u64::try_from(new_tat.div_ceil(d)).ok();
+        match expires_at {
+            Some(expires_at) if new_tat <= horizon => Outcome {
+                decision: Decision {
+                    remaining: remaining_at(new_tat),
+                    reset: self.micros(new_tat - now_t),
+                    ..decision
+                },
+                update: Some(Update {
+                    state: Tat {
+                        units: new_tat,
+                        per_micro: self.per_micro,
+                    },
+                    expires_at: Instant::from_micros(expires_at),
+                }),
+            },
+            _ => {
+                decision.blocked = true;
+                // Beyond u64::MAX µs the request can never be recorded.
+                decision.retry_after = if expires_at.is_some() {
+                    RetryAfter::After(self.micros(new_tat - horizon))
+                } else {
+                    RetryAfter::Never
+                };
+                Outcome::unchanged(decision)
+            }
+        }
+    }
+}

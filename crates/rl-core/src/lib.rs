@@ -1,0 +1,21 @@
+//! Pure, integer-exact rate-limiting algorithms.
+//!
+//! No clock, no I/O, no floats, no `unsafe`: every function takes `now` as an
+//! argument and returns a [`Decision`] plus the state to store. The Redis
+//! module is a thin adapter around this crate.
+#![forbid(unsafe_code)]
+
+pub mod bounds;
+mod decision;
+mod error;
+pub mod gcra;
+mod limiter;
+mod time;
+pub mod token_bucket;
+
+pub use decision::{Decision, RetryAfter};
+pub use error::ParamError;
+pub use gcra::{Gcra, Tat};
+pub use limiter::{Limiter, Outcome, Update};
+pub use time::{Instant, Micros, TimeUnit};
+pub use token_bucket::{TokenBucket, Tokens};

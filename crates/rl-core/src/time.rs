@@ -1,0 +1,125 @@
+//! Integer time: instants in microseconds since the Unix epoch, durations in
+//! microseconds, and the two units a reply can be expressed in.
+//!
+//! All arithmetic is checked or saturating: a clock that jumps anywhere in the
+//! `u64` range must never overflow.
+
+/// A point in time: microseconds since the Unix epoch.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Instant(u64);
+
+impl Instant {
+    pub const EPOCH: Instant = Instant(0);
+    pub const MAX: Instant = Instant(u64::MAX);
+
+    pub const fn from_micros(micros: u64) -> Self {
+        Instant(micros)
+    }
+
+    pub const fn as_micros(self) -> u64 {
+        self.0
+    }
+
+    /// `self + d`, saturating at [`Instant::MAX`].
+    pub fn saturating_add(self, d: Micros) -> Instant {
+        let sum = u128::from(self.0).saturating_add(d.0);
+        Instant(u64::try_from(sum).unwrap_or(u64::MAX))
+    }
+
+    /// The duration from `earlier` to `self`, zero when `earlier` is later.
+    pub fn saturating_since(self, earlier: Instant) -> Micros {
+        Micros(u128::from(self.0.saturating_sub(earlier.0)))
+    }
+
+    /// This instant rounded up to a whole millisecond, as Redis expiries take it.
+    pub fn ceil_millis(self) -> u64 {
+        self.0.div_ceil(1000)
+    }
+}
+
+/// A span of time in microseconds. Wide enough that `limit * period` fits.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Micros(pub u128);
+
+impl Micros {
+    pub const ZERO: Micros = Micros(0);
+
+    pub const fn get(self) -> u128 {
+        self.0
+    }
+}
+
+/// The unit of durations on the command line and in the reply.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum TimeUnit {
+    /// The default: whole seconds.
+    #[default]
+    Seconds,
+    /// With the `MS` option: whole milliseconds.
+    Millis,
+}
+
+impl TimeUnit {
+    pub const fn micros_per_unit(self) -> u64 {
+        match self {
+            TimeUnit::Seconds => 1_000_000,
+            TimeUnit::Millis => 1_000,
+        }
+    }
+
+    /// A duration given in this unit, in microseconds (`None` on overflow).
+    pub fn to_micros(self, amount: u64) -> Option<u64> {
+        amount.checked_mul(self.micros_per_unit())
+    }
+
+    /// A duration in this unit, rounded UP, saturating at `i64::MAX`: a
+    /// client that waits the reported time is never early.
+    pub fn ceil(self, d: Micros) -> i64 {
+        let units = d.0.div_ceil(u128::from(self.micros_per_unit()));
+        i64::try_from(units).unwrap_or(i64::MAX)
+    }
+}
+
+/// Greatest common divisor (Euclid); `gcd(0, n) == n`.
+pub(crate) const fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        let t = a % b;
+        a = b;
+        b = t;
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ceil_rounds_up_and_saturates() {
+        assert_eq!(TimeUnit::Seconds.ceil(Micros(0)), 0);
+        assert_eq!(TimeUnit::Seconds.ceil(Micros(1)), 1);
+        assert_eq!(TimeUnit::Seconds.ceil(Micros(1_000_000)), 1);
+        assert_eq!(TimeUnit::Seconds.ceil(Micros(1_000_001)), 2);
+        assert_eq!(TimeUnit::Millis.ceil(Micros(1_001)), 2);
+        assert_eq!(TimeUnit::Millis.ceil(Micros(u128::MAX)), i64::MAX);
+    }
+
+    #[test]
+    fn instant_arithmetic_saturates() {
+        assert_eq!(Instant::MAX.saturating_add(Micros(5)), Instant::MAX);
+        assert_eq!(
+            Instant::from_micros(3).saturating_since(Instant::from_micros(9)),
+            Micros::ZERO
+        );
+        assert_eq!(Instant::from_micros(1_000_001).ceil_millis(), 1_001);
+        assert_eq!(Instant::MAX.ceil_millis(), u64::MAX.div_ceil(1000));
+    }
+
+    #[test]
+    fn gcd_basics() {
+        assert_eq!(gcd(12, 18), 6);
+        assert_eq!(gcd(0, 7), 7);
+        assert_eq!(gcd(7, 0), 7);
+        assert_eq!(gcd(1_000_000, 3), 1);
+    }
+}

@@ -1,0 +1,83 @@
+//! Table-driven token-bucket cases: (instant, quantity) -> the exact reply.
+
+mod common;
+
+use common::{Driver, MS, SEC};
+use rl_core::{Instant, Limiter, RetryAfter, TimeUnit::*, TokenBucket};
+
+const T0: u64 = 1_763_700_000 * SEC;
+
+fn bucket(capacity: u64, refill_count: u64, refill_period: u64) -> Driver<TokenBucket> {
+    Driver::new(TokenBucket::new(capacity, refill_count, refill_period).expect("valid parameters"))
+}
+
+#[test]
+fn drains_and_refills_continuously() {
+    // 5 tokens, one more every 2 seconds.
+    let mut d = bucket(5, 1, 2 * SEC);
+    assert_eq!(d.reply(T0, 1, Seconds), [0, 5, 4, -1, 2]);
+    assert_eq!(d.reply(T0, 4, Seconds), [0, 5, 0, -1, 10]);
+    assert_eq!(d.reply(T0, 1, Seconds), [1, 5, 0, 2, 10]);
+    assert_eq!(d.reply(T0 + SEC, 1, Millis), [1, 5, 0, 1000, 9000]);
+    assert_eq!(d.reply(T0 + 2 * SEC, 0, Seconds), [0, 5, 1, -1, 8]);
+    assert_eq!(d.reply(T0 + 2 * SEC, 1, Seconds), [0, 5, 0, -1, 10]);
+    // Never above capacity, however long it rests.
+    assert_eq!(d.reply(T0 + 1_000 * SEC, 0, Seconds), [0, 5, 5, -1, 0]);
+}
+
+#[test]
+fn fractional_refill_is_exact() {
+    // 3 tokens per second into a bucket of 3.
+    let mut d = bucket(3, 3, SEC);
+    assert_eq!(d.reply(T0, 3, Seconds), [0, 3, 0, -1, 1]);
+    assert_eq!(d.reply(T0, 1, Millis), [1, 3, 0, 334, 1000]);
+    assert_eq!(d.reply(T0 + 333_333, 1, Millis), [1, 3, 0, 1, 667]);
+    assert_eq!(d.reply(T0 + 333_334, 1, Millis), [0, 3, 0, -1, 1000]);
+}
+
+#[test]
+fn quantity_zero_and_over_capacity() {
+    let mut d = bucket(10, 1, SEC);
+    assert_eq!(d.reply(T0, 0, Seconds), [0, 10, 10, -1, 0]);
+    assert!(d.state.is_none());
+    let out = d.limiter.check(None, Instant::from_micros(T0), 11);
+    assert_eq!(out.decision.retry_after, RetryAfter::Never);
+    assert_eq!(out.decision.to_reply(Seconds), [1, 10, 10, -1, 0]);
+    assert!(out.update.is_none());
+    assert_eq!(d.reply(T0, 10, Seconds), [0, 10, 0, -1, 10]);
+}
+
+#[test]
+fn state_is_tokens_and_expiry_is_full_rest() {
+    let b = TokenBucket::new(4, 2, 1000 * MS).unwrap(); // 2 per second
+    let out = b.check(None, Instant::from_micros(T0), 3);
+    let update = out.update.unwrap();
+    assert_eq!(update.state.updated_at(), Instant::from_micros(T0));
+    // One token left; one token = 500_000 grains (2 per 10^6 µs, reduced).
+    assert_eq!(update.state.grains_per_token(), 500_000);
+    assert_eq!(update.state.level(), 500_000);
+    assert_eq!(update.expires_at, Instant::from_micros(T0 + 1_500_000));
+}
+
+#[test]
+fn clock_stepping_back_owes_the_refill() {
+    let mut d = bucket(2, 1, 10 * SEC);
+    assert_eq!(d.reply(T0, 2, Seconds), [0, 2, 0, -1, 20]);
+    assert_eq!(d.reply(T0 - 5 * SEC, 1, Seconds), [1, 2, 0, 15, 25]);
+    assert_eq!(d.reply(T0 + 10 * SEC, 1, Seconds), [0, 2, 0, -1, 20]);
+}
+
+#[test]
+fn parameter_ranges() {
+    assert!(TokenBucket::new(1, 1, 1).is_ok());
+    assert!(TokenBucket::new(0, 1, 1).is_err());
+    assert!(TokenBucket::new(1, 0, 1).is_err());
+    assert!(TokenBucket::new(1, 1, 0).is_err());
+    assert_eq!(
+        TokenBucket::new(1, 1, 0).unwrap_err().to_string(),
+        "refill_period must be an integer from 1 to 1000000000000000"
+    );
+    assert!(rl_core::Tokens::new(11, 1, Instant::EPOCH).is_some());
+    assert!(rl_core::Tokens::new(1_000_000_001, 1, Instant::EPOCH).is_none());
+    assert!(rl_core::Tokens::new(0, 0, Instant::EPOCH).is_none());
+}
