@@ -1,0 +1,240 @@
+//! Command-line arguments -> validated request. Works on raw bytes: input may
+//! be anything, including non-UTF-8 and NUL bytes.
+
+use crate::error::{printable, CommandError};
+use rl_core::bounds::{MAX_PERIOD_MICROS, MAX_QUANTITY};
+use rl_core::TimeUnit;
+
+/// One positional numeric argument of a command.
+#[derive(Debug, Clone, Copy)]
+pub struct Positional {
+    pub name: &'static str,
+    pub min: u64,
+    /// The upper bound; for a duration, in microseconds.
+    pub max: u64,
+    /// A duration in the command's unit (seconds, or milliseconds with `MS`).
+    pub is_duration: bool,
+}
+
+/// Everything after the key, validated. Durations are in microseconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub numbers: Vec<u64>,
+    pub quantity: u64,
+    pub unit: TimeUnit,
+    pub peek: bool,
+}
+
+/// Parse a decimal integer exactly as Redis does (`string2ll`): optional `-`,
+/// no `+`, no spaces, no leading zeros, at most 20 characters, fits an i64.
+pub fn parse_redis_int(bytes: &[u8]) -> Option<i64> {
+    let (negative, digits) = match bytes {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, bytes),
+    };
+    match digits {
+        [] => return None,
+        [b'0'] if !negative => return Some(0),
+        [b'1'..=b'9', ..] => {}
+        _ => return None,
+    }
+    let mut value: i64 = 0;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        let digit = i64::from(b - b'0');
+        value = value.checked_mul(10)?;
+        value = if negative {
+            value.checked_sub(digit)?
+        } else {
+            value.checked_add(digit)?
+        };
+    }
+    Some(value)
+}
+
+fn parse_in_range(bytes: &[u8], name: &'static str, min: u64, max: u64) -> Result<u64, CommandError> {
+    parse_redis_int(bytes)
+        .and_then(|v| u64::try_from(v).ok())
+        .filter(|v| (min..=max).contains(v))
+        .ok_or(CommandError::BadNumber { name, min, max })
+}
+
+enum Flag {
+    Ms,
+    Peek,
+}
+
+fn flag(token: &[u8]) -> Option<Flag> {
+    if token.eq_ignore_ascii_case(b"MS") {
+        Some(Flag::Ms)
+    } else if token.eq_ignore_ascii_case(b"PEEK") {
+        Some(Flag::Peek)
+    } else {
+        None
+    }
+}
+
+/// Parse `positional... [quantity] [MS] [PEEK]` (the arguments after the key).
+/// Options may come in any order and may repeat; `quantity`, when present,
+/// comes right after the positionals.
+pub fn parse(command: &'static str, spec: &[Positional], args: &[&[u8]]) -> Result<Request, CommandError> {
+    if args.len() < spec.len() {
+        return Err(CommandError::WrongArity { command });
+    }
+    let (positional, rest) = args.split_at(spec.len());
+    let mut request = Request {
+        numbers: Vec::with_capacity(spec.len()),
+        quantity: 1,
+        unit: TimeUnit::Seconds,
+        peek: false,
+    };
+    let mut options = rest;
+    if let Some((first, tail)) = rest.split_first() {
+        // A token that does not start with a letter is meant as the quantity.
+        if !first.first().is_some_and(u8::is_ascii_alphabetic) {
+            request.quantity = parse_in_range(first, "quantity", 0, MAX_QUANTITY)?;
+            options = tail;
+        }
+    }
+    for token in options {
+        match flag(token) {
+            Some(Flag::Ms) => request.unit = TimeUnit::Millis,
+            Some(Flag::Peek) => request.peek = true,
+            None => {
+                return Err(CommandError::UnknownOption {
+                    token: printable(token),
+                })
+            }
+        }
+    }
+    for (p, bytes) in spec.iter().zip(positional) {
+        let value = if p.is_duration {
+            let per_unit = request.unit.micros_per_unit();
+            let max = p.max.min(MAX_PERIOD_MICROS) / per_unit;
+            parse_in_range(bytes, p.name, p.min, max)? * per_unit
+        } else {
+            parse_in_range(bytes, p.name, p.min, p.max)?
+        };
+        request.numbers.push(value);
+    }
+    Ok(request)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rl_core::bounds::MAX_LIMIT;
+
+    #[test]
+    fn redis_integer_rules() {
+        for ok in [
+            &b"0"[..],
+            b"1",
+            b"-1",
+            b"9223372036854775807",
+            b"-9223372036854775808",
+        ] {
+            assert!(parse_redis_int(ok).is_some(), "{ok:?}");
+        }
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"01",
+            b"-0",
+            b"00",
+            b"1.5",
+            b"1e3",
+            b"9223372036854775808",
+            b"-9223372036854775809",
+            b"1\x00",
+            b"\xff",
+        ] {
+            assert_eq!(parse_redis_int(bad), None, "{bad:?}");
+        }
+    }
+
+    const SPEC: [Positional; 2] = [
+        Positional {
+            name: "limit",
+            min: 1,
+            max: MAX_LIMIT,
+            is_duration: false,
+        },
+        Positional {
+            name: "window",
+            min: 1,
+            max: MAX_PERIOD_MICROS,
+            is_duration: true,
+        },
+    ];
+
+    fn p(args: &[&str]) -> Result<Request, CommandError> {
+        let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        parse("rl.fixed", &SPEC, &bytes)
+    }
+
+    #[test]
+    fn quantity_and_options_in_any_order() {
+        let r = p(&["10", "60"]).unwrap();
+        assert_eq!(
+            (r.numbers, r.quantity, r.unit, r.peek),
+            (vec![10, 60_000_000], 1, TimeUnit::Seconds, false)
+        );
+        let r = p(&["10", "60", "3", "peek", "Ms"]).unwrap();
+        assert_eq!(
+            (r.numbers, r.quantity, r.unit, r.peek),
+            (vec![10, 60_000], 3, TimeUnit::Millis, true)
+        );
+        let r = p(&["10", "60", "MS", "PEEK", "ms"]).unwrap();
+        assert_eq!((r.quantity, r.unit, r.peek), (1, TimeUnit::Millis, true));
+        assert_eq!(p(&["10", "60", "0"]).unwrap().quantity, 0);
+    }
+
+    #[test]
+    fn errors_name_the_argument() {
+        assert_eq!(p(&["10"]), Err(CommandError::WrongArity { command: "rl.fixed" }));
+        assert_eq!(
+            p(&["0", "60"]),
+            Err(CommandError::BadNumber {
+                name: "limit",
+                min: 1,
+                max: MAX_LIMIT
+            })
+        );
+        assert_eq!(
+            p(&["1", "1000000001"]),
+            Err(CommandError::BadNumber {
+                name: "window",
+                min: 1,
+                max: 1_000_000_000
+            })
+        );
+        assert!(p(&["1", "1000000000001", "MS"]).is_err());
+        assert!(p(&["1", "1000000000000", "MS"]).is_ok());
+        assert_eq!(
+            p(&["1", "1", "-1"]),
+            Err(CommandError::BadNumber {
+                name: "quantity",
+                min: 0,
+                max: MAX_QUANTITY
+            })
+        );
+        assert_eq!(
+            p(&["1", "1", "PEKK"]),
+            Err(CommandError::UnknownOption { token: "PEKK".into() })
+        );
+        assert_eq!(
+            p(&["1", "1", "MS", "5"]),
+            Err(CommandError::UnknownOption { token: "5".into() })
+        );
+        assert!(matches!(
+            p(&["1", "1", ""]),
+            Err(CommandError::BadNumber { name: "quantity", .. })
+        ));
+    }
+}

@@ -1,0 +1,102 @@
+//! The one pipeline every command runs through:
+//! parse -> now -> load -> core check -> store -> replicate -> reply.
+//! The five commands differ only in their argument table, core limiter and
+//! storage codec.
+
+use crate::args::{self, Positional};
+use crate::clock;
+use crate::error::{printable, CommandError};
+use crate::storage::key::{Content, Key};
+use crate::storage::{Codec, GcraCodec, TokenBucketCodec};
+use redis_module::{Context, RedisString};
+use rl_core::bounds::{MAX_BURST, MAX_LIMIT, MAX_PERIOD_MICROS};
+use rl_core::{Gcra, Limiter, ParamError, TokenBucket};
+
+/// A command: its name, positional arguments, and how they build a limiter.
+pub struct Command<L> {
+    pub name: &'static str,
+    pub positional: &'static [Positional],
+    pub build: fn(&[u64]) -> Result<L, ParamError>,
+}
+
+const fn number(name: &'static str, min: u64, max: u64) -> Positional {
+    Positional {
+        name,
+        min,
+        max,
+        is_duration: false,
+    }
+}
+
+const fn duration(name: &'static str) -> Positional {
+    Positional {
+        name,
+        min: 1,
+        max: MAX_PERIOD_MICROS,
+        is_duration: true,
+    }
+}
+
+pub const GCRA: Command<Gcra> = Command {
+    name: "rl.gcra",
+    positional: &[
+        number("max_burst", 0, MAX_BURST),
+        number("count", 1, MAX_LIMIT),
+        duration("period"),
+    ],
+    build: |n| Gcra::new(n[0], n[1], n[2]),
+};
+
+pub const TOKEN_BUCKET: Command<TokenBucket> = Command {
+    name: "rl.token_bucket",
+    positional: &[
+        number("capacity", 1, MAX_LIMIT),
+        number("refill_count", 1, MAX_LIMIT),
+        duration("refill_period"),
+    ],
+    build: |n| TokenBucket::new(n[0], n[1], n[2]),
+};
+
+/// Run `command` on `args` (`args[0]` is the command name, `args[1]` the key).
+pub fn run<L, C>(command: &Command<L>, ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError>
+where
+    L: Limiter,
+    C: Codec<State = L::State>,
+{
+    let [_, key_name, rest @ ..] = args else {
+        return Err(CommandError::WrongArity {
+            command: command.name,
+        });
+    };
+    let tokens: Vec<&[u8]> = rest.iter().map(RedisString::as_slice).collect();
+    let request = args::parse(command.name, command.positional, &tokens)?;
+    let limiter = (command.build)(&request.numbers)
+        .map_err(|ParamError::OutOfRange { name, min, max }| CommandError::BadNumber { name, min, max })?;
+    let now = clock::now();
+    // SAFETY: the context and the key argument belong to the running command.
+    let mut key = unsafe { Key::open(ctx.ctx, key_name.inner)? };
+    let state = match key.content()? {
+        Content::Empty => None,
+        Content::String(bytes) => Some(C::decode(bytes).map_err(|problem| CommandError::CorruptState {
+            key: printable(key.name_bytes()),
+            algorithm: C::ALGORITHM,
+            problem,
+        })?),
+        Content::Other => return Err(CommandError::WrongType),
+    };
+    let outcome = limiter.check(state.as_ref(), now, request.quantity);
+    if let Some(update) = outcome.update {
+        if !request.peek {
+            C::store(&mut key, &update.state, update.expires_at.ceil_millis())?;
+        }
+    }
+    Ok(outcome.decision.to_reply(request.unit))
+}
+
+pub fn gcra(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError> {
+    run::<_, GcraCodec>(&GCRA, ctx, args)
+}
+
+pub fn token_bucket(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError> {
+    run::<_, TokenBucketCodec>(&TOKEN_BUCKET, ctx, args)
+}

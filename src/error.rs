@@ -1,0 +1,105 @@
+//! The one table of error replies. Every message starts with `ERR` (or is
+//! Redis's own `WRONGTYPE`) and names the argument or key at fault.
+
+use std::fmt;
+
+/// Why a command could not run. Nothing has been changed when one is returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandError {
+    /// Fewer arguments than the grammar needs.
+    WrongArity { command: &'static str },
+    /// A number that does not parse, or is out of its range.
+    BadNumber { name: &'static str, min: u64, max: u64 },
+    /// A token where an option was expected that is not one.
+    UnknownOption { token: String },
+    /// The key holds another Redis type.
+    WrongType,
+    /// The key holds the right type but not a valid state for this command.
+    CorruptState {
+        key: String,
+        algorithm: &'static str,
+        problem: &'static str,
+    },
+    /// A write the server refused (e.g. out of memory).
+    Storage { detail: &'static str },
+    /// A bug caught by the panic guard.
+    Internal,
+}
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommandError::WrongArity { command } => {
+                write!(f, "ERR wrong number of arguments for '{command}' command")
+            }
+            CommandError::BadNumber { name, min, max } => {
+                write!(f, "ERR {name} must be an integer from {min} to {max}")
+            }
+            CommandError::UnknownOption { token } => {
+                write!(
+                    f,
+                    "ERR syntax error: unknown option '{token}' (expected MS or PEEK)"
+                )
+            }
+            CommandError::WrongType => {
+                f.write_str("WRONGTYPE Operation against a key holding the wrong kind of value")
+            }
+            CommandError::CorruptState {
+                key,
+                algorithm,
+                problem,
+            } => {
+                write!(
+                    f,
+                    "ERR key '{key}' does not hold a valid {algorithm} state: {problem}"
+                )
+            }
+            CommandError::Storage { detail } => write!(f, "ERR could not store the limiter state: {detail}"),
+            CommandError::Internal => {
+                f.write_str("ERR internal error in the ratelimit module (the request was not applied)")
+            }
+        }
+    }
+}
+
+/// Render untrusted bytes (a key name, an option) for an error message:
+/// printable ASCII kept, anything else escaped, long input shortened.
+pub fn printable(bytes: &[u8]) -> String {
+    const MAX: usize = 64;
+    let mut out = String::new();
+    for &b in bytes.iter().take(MAX) {
+        if (0x20..0x7f).contains(&b) && b != b'\'' && b != b'\\' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    if bytes.len() > MAX {
+        out.push_str("...");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printable_escapes_control_and_non_utf8_bytes() {
+        assert_eq!(printable(b"user:1"), "user:1");
+        assert_eq!(printable(b"a\r\nb\xff'"), "a\\x0d\\x0ab\\xff\\x27");
+        let long = vec![b'x'; 100];
+        assert_eq!(printable(&long), format!("{}...", "x".repeat(64)));
+    }
+
+    #[test]
+    fn messages_start_with_an_error_code() {
+        let e = CommandError::BadNumber {
+            name: "count",
+            min: 1,
+            max: 10,
+        };
+        assert_eq!(e.to_string(), "ERR count must be an integer from 1 to 10");
+        assert!(CommandError::WrongType.to_string().starts_with("WRONGTYPE "));
+    }
+}

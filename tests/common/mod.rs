@@ -1,0 +1,182 @@
+//! Test harness: starts a real `redis-server` (or `valkey-server`) with the
+//! module loaded, on a free loopback port, in its own temporary directory;
+//! the process is killed when the guard drops.
+//!
+//! - `RL_SERVER_BIN`: the server binary (default `redis-server`).
+//! - `RL_MODULE`: the module's `.so` (default: the one cargo just built).
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+pub struct Server {
+    child: Child,
+    pub port: u16,
+    pub dir: PathBuf,
+}
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+pub fn server_bin() -> String {
+    std::env::var("RL_SERVER_BIN").unwrap_or_else(|_| "redis-server".to_string())
+}
+
+/// The module built by cargo for this test run (debug or release, whichever
+/// profile the tests run in), unless `RL_MODULE` names another.
+pub fn module_path() -> PathBuf {
+    if let Ok(p) = std::env::var("RL_MODULE") {
+        return PathBuf::from(p);
+    }
+    // Cargo builds the cdylib next to the test binaries (target/<profile>/deps)
+    // when it builds the library for the integration tests.
+    let exe = std::env::current_exe().expect("test binary path");
+    let deps = exe.parent().expect("target/<profile>/deps");
+    let beside = deps.join("libredis_ratelimit.so");
+    if beside.exists() {
+        return beside;
+    }
+    deps.parent().unwrap_or(deps).join("libredis_ratelimit.so")
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+impl Server {
+    /// A server with the module loaded.
+    pub fn start() -> Server {
+        Server::start_with(&[], true)
+    }
+
+    /// A server with extra `--name value` arguments, with or without the module.
+    pub fn start_with(extra: &[&str], with_module: bool) -> Server {
+        for _attempt in 0..5 {
+            if let Some(server) = Server::try_start(extra, with_module) {
+                return server;
+            }
+        }
+        panic!(
+            "could not start {} (is it installed? set RL_SERVER_BIN)",
+            server_bin()
+        );
+    }
+
+    fn try_start(extra: &[&str], with_module: bool) -> Option<Server> {
+        let port = free_port();
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("rl-test-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).ok()?;
+        let mut cmd = Command::new(server_bin());
+        cmd.current_dir(&dir)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--daemonize", "no", "--logfile", "server.log", "--dir"])
+            .arg(&dir);
+        if with_module {
+            let module = module_path();
+            assert!(module.exists(), "module not built at {}", module.display());
+            cmd.arg("--loadmodule").arg(module);
+        }
+        cmd.args(extra).stdout(Stdio::null()).stderr(Stdio::null());
+        let child = cmd.spawn().ok()?;
+        let mut server = Server { child, port, dir };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = server.child.try_wait() {
+                return None; // exited: port taken, or a bad argument
+            }
+            if let Ok(mut c) = server.try_client() {
+                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                    return Some(server);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn try_client(&self) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(self.url())?.get_connection_with_timeout(Duration::from_secs(5))
+    }
+
+    pub fn client(&self) -> redis::Connection {
+        self.try_client().expect("connect to the test server")
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Build a command from string arguments.
+pub fn cmd(args: &[&str]) -> redis::Cmd {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c
+}
+
+/// Run a command that must reply with five integers.
+pub fn five(con: &mut redis::Connection, args: &[&str]) -> [i64; 5] {
+    let v: Vec<i64> = cmd(args).query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    v.try_into()
+        .unwrap_or_else(|v| panic!("{args:?}: not five integers: {v:?}"))
+}
+
+/// Run a command that must fail; returns the full error text.
+pub fn error(con: &mut redis::Connection, args: &[&str]) -> String {
+    match cmd(args).query::<redis::Value>(con) {
+        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
+        Err(e) => error_text(&e),
+    }
+}
+
+/// The error as the server sent it: `CODE message`.
+pub fn error_text(e: &redis::RedisError) -> String {
+    match (e.code(), e.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        (Some(code), None) => code.to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// A key's serialized value and absolute expiry, to prove nothing changed.
+pub fn snapshot(con: &mut redis::Connection, key: &str) -> (Option<Vec<u8>>, i64) {
+    let dump: Option<Vec<u8>> = cmd(&["DUMP", key]).query(con).expect("DUMP");
+    let pexpiretime: i64 = cmd(&["PEXPIRETIME", key]).query(con).expect("PEXPIRETIME");
+    (dump, pexpiretime)
+}
+
+/// The server's clock, in milliseconds.
+pub fn server_millis(con: &mut redis::Connection) -> i64 {
+    let (secs, micros): (i64, i64) = cmd(&["TIME"]).query(con).expect("TIME");
+    secs * 1000 + micros / 1000
+}

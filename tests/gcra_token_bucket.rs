@@ -1,0 +1,411 @@
+//! RL.GCRA and RL.TOKEN_BUCKET against a real server with the module loaded.
+//!
+//! Periods are long (minutes to hours) so that the few microseconds between
+//! two calls never change a reply: every time field is rounded up, and the
+//! exact values sit well inside their rounding interval.
+
+mod common;
+
+use common::{cmd, error, five, server_millis, snapshot, Server};
+
+#[test]
+fn module_loads_under_its_name() {
+    let s = Server::start();
+    let mut c = s.client();
+    let list: redis::Value = cmd(&["MODULE", "LIST"]).query(&mut c).unwrap();
+    assert!(format!("{list:?}").contains("ratelimit"), "{list:?}");
+}
+
+#[test]
+fn gcra_matches_the_redis_cell_readme() {
+    let s = Server::start();
+    let mut c = s.client();
+    assert_eq!(
+        five(&mut c, &["RL.GCRA", "user123", "15", "30", "60"]),
+        [0, 16, 15, -1, 2]
+    );
+    assert_eq!(
+        five(&mut c, &["RL.GCRA", "user123", "15", "30", "60"]),
+        [0, 16, 14, -1, 4]
+    );
+    assert_eq!(
+        five(&mut c, &["RL.GCRA", "user123", "15", "30", "60", "3"]),
+        [0, 16, 11, -1, 10]
+    );
+}
+
+#[test]
+fn gcra_burst_then_refusal() {
+    let s = Server::start();
+    let mut c = s.client();
+    let k = ["RL.GCRA", "hourly", "2", "1", "3600"];
+    assert_eq!(five(&mut c, &k), [0, 3, 2, -1, 3600]);
+    assert_eq!(five(&mut c, &k), [0, 3, 1, -1, 7200]);
+    assert_eq!(five(&mut c, &k), [0, 3, 0, -1, 10800]);
+    assert_eq!(five(&mut c, &k), [1, 3, 0, 3600, 10800]);
+    // quantity 2 needs two intervals.
+    assert_eq!(
+        five(&mut c, &["RL.GCRA", "hourly", "2", "1", "3600", "2"]),
+        [1, 3, 0, 7200, 10800]
+    );
+    // quantity above the limit can never pass.
+    assert_eq!(
+        five(&mut c, &["RL.GCRA", "hourly", "2", "1", "3600", "4"]),
+        [1, 3, 0, -1, 10800]
+    );
+    assert_eq!(
+        five(&mut c, &["RL.GCRA", "fresh", "2", "1", "3600", "4"]),
+        [1, 3, 3, -1, 0]
+    );
+    let exists: i64 = cmd(&["EXISTS", "fresh"]).query(&mut c).unwrap();
+    assert_eq!(exists, 0, "a refused request writes nothing");
+}
+
+#[test]
+fn gcra_milliseconds_in_one_transaction() {
+    let s = Server::start();
+    let mut c = s.client();
+    // 3 per 1000 ms, no burst: T = 333.33 ms, rounded up to 334.
+    let replies: Vec<Vec<i64>> = redis::pipe()
+        .atomic()
+        .add_command(cmd(&["RL.GCRA", "ms", "0", "3", "1000", "MS"]))
+        .add_command(cmd(&["RL.GCRA", "ms", "0", "3", "1000", "ms"]))
+        .add_command(cmd(&["RL.GCRA", "ms", "0", "3", "1000", "PEEK", "MS"]))
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(
+        replies,
+        vec![
+            vec![0, 1, 0, -1, 334],
+            vec![1, 1, 0, 334, 334],
+            vec![1, 1, 0, 334, 334]
+        ]
+    );
+}
+
+#[test]
+fn token_bucket_drains_and_refuses() {
+    let s = Server::start();
+    let mut c = s.client();
+    let tb = |q: &'static str| ["RL.TOKEN_BUCKET", "tb", "5", "1", "3600", q];
+    assert_eq!(five(&mut c, &tb("1")), [0, 5, 4, -1, 3600]);
+    assert_eq!(five(&mut c, &tb("4")), [0, 5, 0, -1, 18000]);
+    assert_eq!(five(&mut c, &tb("1")), [1, 5, 0, 3600, 18000]);
+    assert_eq!(five(&mut c, &tb("2")), [1, 5, 0, 7200, 18000]);
+    assert_eq!(five(&mut c, &tb("6")), [1, 5, 0, -1, 18000]);
+    assert_eq!(five(&mut c, &tb("0")), [0, 5, 0, -1, 18000]);
+    // 2 tokens per second into a bucket of 4, in milliseconds.
+    let replies: Vec<Vec<i64>> = redis::pipe()
+        .atomic()
+        .add_command(cmd(&["RL.TOKEN_BUCKET", "tbms", "4", "2", "1000", "3", "MS"]))
+        .add_command(cmd(&["RL.TOKEN_BUCKET", "tbms", "4", "2", "1000", "2", "MS"]))
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(replies, vec![vec![0, 4, 1, -1, 1500], vec![1, 4, 1, 500, 1500]]);
+}
+
+#[test]
+fn queries_and_peeks_change_nothing() {
+    let s = Server::start();
+    let mut c = s.client();
+    for base in [
+        ["RL.GCRA", "q", "4", "1", "3600"],
+        ["RL.TOKEN_BUCKET", "q2", "5", "1", "3600"],
+    ] {
+        let key = base[1];
+        // On a key that does not exist, nothing is created.
+        five(&mut c, &[base[0], key, base[2], base[3], base[4], "0"]);
+        five(&mut c, &[base[0], key, base[2], base[3], base[4], "PEEK"]);
+        assert_eq!(snapshot(&mut c, key), (None, -2));
+        assert_eq!(
+            five(&mut c, &[base[0], key, base[2], base[3], base[4], "2"]),
+            [0, 5, 3, -1, 7200]
+        );
+        let before = snapshot(&mut c, key);
+        assert!(before.0.is_some());
+        assert_eq!(
+            five(&mut c, &[base[0], key, base[2], base[3], base[4], "0"]),
+            [0, 5, 3, -1, 7200]
+        );
+        // PEEK answers exactly what the real call would...
+        assert_eq!(
+            five(&mut c, &[base[0], key, base[2], base[3], base[4], "3", "PEEK"]),
+            [0, 5, 0, -1, 18000]
+        );
+        assert_eq!(
+            five(&mut c, &[base[0], key, base[2], base[3], base[4], "4", "peek"]),
+            [1, 5, 3, 3600, 7200]
+        );
+        // ...and stores nothing.
+        assert_eq!(snapshot(&mut c, key), before);
+        assert_eq!(
+            five(&mut c, &[base[0], key, base[2], base[3], base[4], "3"]),
+            [0, 5, 0, -1, 18000]
+        );
+        assert_ne!(snapshot(&mut c, key), before);
+    }
+}
+
+#[test]
+fn every_write_sets_an_absolute_expiry_at_full_rest() {
+    let s = Server::start();
+    let mut c = s.client();
+    for (args, rest_ms) in [
+        (["RL.GCRA", "e1", "0", "1", "10"], 10_000),
+        (["RL.TOKEN_BUCKET", "e2", "3", "1", "10"], 10_000),
+    ] {
+        let before = server_millis(&mut c);
+        five(&mut c, &args);
+        let after = server_millis(&mut c);
+        let (_, pexpiretime) = snapshot(&mut c, args[1]);
+        assert!(
+            before + rest_ms <= pexpiretime && pexpiretime <= after + rest_ms + 1,
+            "{args:?}: expiry {pexpiretime} not within [{}, {}]",
+            before + rest_ms,
+            after + rest_ms + 1
+        );
+    }
+}
+
+#[test]
+fn works_from_lua_and_in_transactions() {
+    let s = Server::start();
+    let mut c = s.client();
+    let lua: Vec<i64> = cmd(&[
+        "EVAL",
+        "return redis.call('RL.GCRA', KEYS[1], 1, 1, 60)",
+        "1",
+        "lua",
+    ])
+    .query(&mut c)
+    .unwrap();
+    assert_eq!(lua, vec![0, 2, 1, -1, 60]);
+    let lua: Vec<i64> = cmd(&[
+        "EVAL",
+        "return redis.call('rl.token_bucket', KEYS[1], 2, 1, 60)",
+        "1",
+        "lua2",
+    ])
+    .query(&mut c)
+    .unwrap();
+    assert_eq!(lua, vec![0, 2, 1, -1, 60]);
+    let replies: Vec<Vec<i64>> = redis::pipe()
+        .atomic()
+        .add_command(cmd(&["RL.GCRA", "tx", "1", "1", "60"]))
+        .add_command(cmd(&["RL.GCRA", "tx", "1", "1", "60"]))
+        .add_command(cmd(&["RL.GCRA", "tx", "1", "1", "60"]))
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(
+        replies,
+        vec![
+            vec![0, 2, 1, -1, 60],
+            vec![0, 2, 0, -1, 120],
+            vec![1, 2, 0, 60, 120]
+        ]
+    );
+}
+
+#[test]
+fn argument_errors_name_the_argument() {
+    let s = Server::start();
+    let mut c = s.client();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["RL.GCRA"],
+            "ERR wrong number of arguments for 'rl.gcra' command",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "1"],
+            "ERR wrong number of arguments for 'rl.gcra' command",
+        ),
+        (
+            &["RL.TOKEN_BUCKET", "k", "1"],
+            "ERR wrong number of arguments for 'rl.token_bucket' command",
+        ),
+        (
+            &["RL.GCRA", "k", "-1", "1", "1"],
+            "ERR max_burst must be an integer from 0 to 999999999",
+        ),
+        (
+            &["RL.GCRA", "k", "1000000000", "1", "1"],
+            "ERR max_burst must be an integer from 0 to 999999999",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "0", "1"],
+            "ERR count must be an integer from 1 to 1000000000",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "1.5", "1"],
+            "ERR count must be an integer from 1 to 1000000000",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "+1", "1"],
+            "ERR count must be an integer from 1 to 1000000000",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "01", "1"],
+            "ERR count must be an integer from 1 to 1000000000",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "", "1"],
+            "ERR count must be an integer from 1 to 1000000000",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "99999999999999999999999", "1"],
+            "ERR count must be an integer from 1 to 1000000000",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "1", "0"],
+            "ERR period must be an integer from 1 to 1000000000",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "1", "1000000000001", "MS"],
+            "ERR period must be an integer from 1 to 1000000000000",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "1", "1", "-1"],
+            "ERR quantity must be an integer from 0 to 1000000000",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "1", "1", "1000000001"],
+            "ERR quantity must be an integer from 0 to 1000000000",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "1", "1", "MSS"],
+            "ERR syntax error: unknown option 'MSS' (expected MS or PEEK)",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "1", "1", "1", "MS", "2"],
+            "ERR syntax error: unknown option '2' (expected MS or PEEK)",
+        ),
+        (
+            &["RL.TOKEN_BUCKET", "k", "0", "1", "1"],
+            "ERR capacity must be an integer from 1 to 1000000000",
+        ),
+        (
+            &["RL.TOKEN_BUCKET", "k", "1", "0", "1"],
+            "ERR refill_count must be an integer from 1 to 1000000000",
+        ),
+        (
+            &["RL.TOKEN_BUCKET", "k", "1", "1", "x"],
+            "ERR refill_period must be an integer from 1 to 1000000000",
+        ),
+    ];
+    for (args, expected) in cases {
+        assert_eq!(&error(&mut c, args), expected, "{args:?}");
+    }
+    let exists: i64 = cmd(&["EXISTS", "k"]).query(&mut c).unwrap();
+    assert_eq!(exists, 0, "no erroring call writes");
+    // Non-UTF-8 and control bytes are escaped in the message.
+    let e = redis::cmd("RL.GCRA")
+        .arg("k")
+        .arg(1)
+        .arg(1)
+        .arg(1)
+        .arg("MS")
+        .arg(&b"\xff\r\n"[..])
+        .query::<redis::Value>(&mut c)
+        .unwrap_err();
+    assert_eq!(
+        common::error_text(&e),
+        "ERR syntax error: unknown option '\\xff\\x0d\\x0a' (expected MS or PEEK)"
+    );
+}
+
+#[test]
+fn wrong_type_and_corrupt_state_are_errors_that_change_nothing() {
+    let s = Server::start();
+    let mut c = s.client();
+    cmd(&["RPUSH", "list", "a"]).query::<()>(&mut c).unwrap();
+    cmd(&["HSET", "hash", "f", "v"]).query::<()>(&mut c).unwrap();
+    cmd(&["SADD", "set", "m"]).query::<()>(&mut c).unwrap();
+    cmd(&["ZADD", "zset", "1", "m"]).query::<()>(&mut c).unwrap();
+    for key in ["list", "hash", "set", "zset"] {
+        for command in ["RL.GCRA", "RL.TOKEN_BUCKET"] {
+            let before = snapshot(&mut c, key);
+            assert_eq!(
+                error(&mut c, &[command, key, "1", "1", "1"]),
+                "WRONGTYPE Operation against a key holding the wrong kind of value"
+            );
+            assert_eq!(snapshot(&mut c, key), before);
+        }
+    }
+    let gcra_problem = "does not hold a valid RL.GCRA state: expected a decimal theoretical arrival time";
+    let tb_problem = "does not hold a valid RL.TOKEN_BUCKET state: expected 28 bytes";
+    for (value, command, problem) in [
+        (&b"foo"[..], "RL.GCRA", gcra_problem),
+        (b"", "RL.GCRA", gcra_problem),
+        (b"-1", "RL.GCRA", gcra_problem),
+        (
+            b"1/0",
+            "RL.GCRA",
+            "does not hold a valid RL.GCRA state: theoretical arrival time out of range",
+        ),
+        (
+            b"99999999999999999999999999999",
+            "RL.GCRA",
+            "does not hold a valid RL.GCRA state: theoretical arrival time out of range",
+        ),
+        (b"foo", "RL.TOKEN_BUCKET", tb_problem),
+        (b"1508036344541183520", "RL.TOKEN_BUCKET", tb_problem),
+        (
+            &[0u8; 28],
+            "RL.TOKEN_BUCKET",
+            "does not hold a valid RL.TOKEN_BUCKET state: token level or refill unit out of range",
+        ),
+    ] {
+        redis::cmd("SET")
+            .arg("bad")
+            .arg(value)
+            .arg("PX")
+            .arg(100_000)
+            .query::<()>(&mut c)
+            .unwrap();
+        let before = snapshot(&mut c, "bad");
+        for extra in [&[][..], &["0"], &["PEEK"]] {
+            let mut args = vec![command, "bad", "1", "1", "60"];
+            args.extend_from_slice(extra);
+            assert_eq!(
+                error(&mut c, &args),
+                format!("ERR key 'bad' {problem}"),
+                "{value:?}"
+            );
+            assert_eq!(snapshot(&mut c, "bad"), before);
+        }
+    }
+    let pong: String = cmd(&["PING"]).query(&mut c).unwrap();
+    assert_eq!(pong, "PONG");
+}
+
+#[test]
+fn command_info_declares_flags_and_key() {
+    let s = Server::start();
+    let mut c = s.client();
+    for name in ["rl.gcra", "rl.token_bucket"] {
+        let info: redis::Value = cmd(&["COMMAND", "INFO", name]).query(&mut c).unwrap();
+        let text = format!("{info:?}");
+        for flag in ["write", "denyoom", "fast"] {
+            assert!(text.contains(flag), "{name}: {text}");
+        }
+        let keys: Vec<String> = cmd(&["COMMAND", "GETKEYS", name, "user:1", "1", "1", "1"])
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(keys, vec!["user:1".to_string()]);
+    }
+}
+
+#[test]
+fn memory_per_limiter() {
+    let s = Server::start();
+    let mut c = s.client();
+    five(&mut c, &["RL.GCRA", "user:000001", "15", "30", "60"]);
+    five(&mut c, &["RL.GCRA", "user:000001", "15", "30", "60"]);
+    let gcra: i64 = cmd(&["MEMORY", "USAGE", "user:000001"]).query(&mut c).unwrap();
+    five(&mut c, &["RL.TOKEN_BUCKET", "user:000002", "16", "30", "60"]);
+    five(&mut c, &["RL.TOKEN_BUCKET", "user:000002", "16", "30", "60"]);
+    let bucket: i64 = cmd(&["MEMORY", "USAGE", "user:000002"]).query(&mut c).unwrap();
+    println!("MEMORY USAGE: gcra {gcra} bytes, token bucket {bucket} bytes");
+    assert!(gcra <= 56, "GCRA limiter uses {gcra} bytes");
+    assert!(bucket <= 88, "token bucket uses {bucket} bytes");
+}
