@@ -6,7 +6,7 @@
 use crate::args::{self, Positional};
 use crate::clock;
 use crate::error::{printable, CommandError};
-use crate::storage::key::{Content, Key};
+use crate::storage::store::{Content, Store};
 use crate::storage::{Codec, GcraCodec, TokenBucketCodec};
 use redis_module::{Context, RedisString};
 use rl_core::bounds::{MAX_BURST, MAX_LIMIT, MAX_PERIOD_MICROS};
@@ -74,11 +74,11 @@ where
         .map_err(|ParamError::OutOfRange { name, min, max }| CommandError::BadNumber { name, min, max })?;
     let now = clock::now();
     // SAFETY: the context and the key argument belong to the running command.
-    let mut key = unsafe { Key::open(ctx.ctx, key_name.inner)? };
-    let state = match key.content()? {
+    let mut store = unsafe { Store::open(ctx.ctx, key_name.inner, C::ACCESS)? };
+    let state = match store.read()? {
         Content::Empty => None,
         Content::String(bytes) => Some(C::decode(bytes).map_err(|problem| CommandError::CorruptState {
-            key: printable(key.name_bytes()),
+            key: printable(store.name_bytes()),
             algorithm: C::ALGORITHM,
             problem,
         })?),
@@ -87,7 +87,7 @@ where
     let outcome = limiter.check(state.as_ref(), now, request.quantity);
     if let Some(update) = outcome.update {
         if !request.peek {
-            C::store(&mut key, &update.state, update.expires_at.ceil_millis())?;
+            C::store(&mut store, &update.state, update.expires_at.ceil_millis())?;
         }
     }
     Ok(outcome.decision.to_reply(request.unit))

@@ -399,13 +399,53 @@ fn command_info_declares_flags_and_key() {
 fn memory_per_limiter() {
     let s = Server::start();
     let mut c = s.client();
-    five(&mut c, &["RL.GCRA", "user:000001", "15", "30", "60"]);
-    five(&mut c, &["RL.GCRA", "user:000001", "15", "30", "60"]);
+    // Sixteen allowed, then a refusal: the size holds after a read-only call.
+    for _ in 0..16 {
+        assert_eq!(five(&mut c, &["RL.GCRA", "user:000001", "15", "30", "60"])[0], 0);
+    }
+    assert_eq!(five(&mut c, &["RL.GCRA", "user:000001", "15", "30", "60"])[0], 1);
     let gcra: i64 = cmd(&["MEMORY", "USAGE", "user:000001"]).query(&mut c).unwrap();
-    five(&mut c, &["RL.TOKEN_BUCKET", "user:000002", "16", "30", "60"]);
-    five(&mut c, &["RL.TOKEN_BUCKET", "user:000002", "16", "30", "60"]);
+    for _ in 0..16 {
+        five(&mut c, &["RL.TOKEN_BUCKET", "user:000002", "16", "30", "60"]);
+    }
+    assert_eq!(
+        five(&mut c, &["RL.TOKEN_BUCKET", "user:000002", "16", "30", "60"])[0],
+        1
+    );
     let bucket: i64 = cmd(&["MEMORY", "USAGE", "user:000002"]).query(&mut c).unwrap();
     println!("MEMORY USAGE: gcra {gcra} bytes, token bucket {bucket} bytes");
     assert!(gcra <= 56, "GCRA limiter uses {gcra} bytes");
     assert!(bucket <= 88, "token bucket uses {bucket} bytes");
+}
+
+#[test]
+fn the_aof_receives_the_effect_not_the_command() {
+    let s = Server::start_with(&["--appendonly", "yes", "--appendfsync", "always"], true);
+    let mut c = s.client();
+    five(&mut c, &["RL.GCRA", "g", "1", "1", "60"]);
+    five(&mut c, &["RL.GCRA", "g", "1", "1", "60", "0"]);
+    five(&mut c, &["RL.GCRA", "g", "1", "1", "60", "PEEK"]);
+    five(&mut c, &["RL.TOKEN_BUCKET", "t", "2", "1", "60"]);
+    five(&mut c, &["RL.TOKEN_BUCKET", "t", "2", "1", "60", "5"]);
+    let (_, g_expiry) = snapshot(&mut c, "g");
+    let (_, t_expiry) = snapshot(&mut c, "t");
+    let mut aof = Vec::new();
+    for entry in std::fs::read_dir(s.dir.join("appendonlydir")).expect("appendonlydir") {
+        let path = entry.unwrap().path();
+        if path.to_string_lossy().ends_with(".incr.aof") {
+            aof.extend(std::fs::read(path).unwrap());
+        }
+    }
+    let text = String::from_utf8_lossy(&aof).to_lowercase();
+    assert!(!text.contains("rl."), "a command reached the AOF: {text}");
+    // One SET per allowed request, each with the key's absolute expiry.
+    assert_eq!(text.matches("\r\nset\r\n").count(), 2, "{text}");
+    assert!(text.contains(&format!(
+        "pxat\r\n${}\r\n{g_expiry}\r\n",
+        g_expiry.to_string().len()
+    )));
+    assert!(text.contains(&format!(
+        "pxat\r\n${}\r\n{t_expiry}\r\n",
+        t_expiry.to_string().len()
+    )));
 }

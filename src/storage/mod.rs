@@ -1,14 +1,14 @@
 //! One codec per algorithm between its core state and a native Redis value.
 
 mod gcra;
-pub mod key;
+pub mod store;
 mod token_bucket;
 
 pub use gcra::GcraCodec;
 pub use token_bucket::TokenBucketCodec;
 
 use crate::error::CommandError;
-use key::Key;
+use store::{Access, Store};
 
 /// A small inline buffer for an encoded state (no allocation per call).
 pub struct Encoded {
@@ -47,6 +47,8 @@ pub trait Codec {
     type State;
     /// The algorithm's name in error messages.
     const ALGORITHM: &'static str;
+    /// How its values are read and written.
+    const ACCESS: Access = Access::Direct;
 
     /// Parse a stored string value. Stored bytes are untrusted input.
     fn decode(bytes: &[u8]) -> Result<Self::State, &'static str>;
@@ -55,8 +57,8 @@ pub trait Codec {
     fn encode(state: &Self::State) -> Encoded;
 
     /// Write the new state with its absolute expiry, and replicate the effect.
-    fn store(key: &mut Key, state: &Self::State, expire_at_ms: u64) -> Result<(), CommandError> {
-        key.set_string(Self::encode(state).as_slice(), expire_at_ms)
+    fn store(store: &mut Store, state: &Self::State, expire_at_ms: u64) -> Result<(), CommandError> {
+        store.write(Self::encode(state).as_slice(), expire_at_ms)
     }
 }
 

@@ -1,0 +1,296 @@
+//! Reading and writing one limiter key, and replicating the effect.
+//!
+//! Two ways in, chosen per codec:
+//! - [`Access::Direct`]: the low-level key API (string DMA, `StringSet`,
+//!   absolute expiry, `Replicate`): the cheapest path.
+//! - [`Access::Command`]: `GET` and `SET .. PXAT` through `RedisModule_Call`.
+//!   Only `SET` lets Redis store an integer value in its compact encoding
+//!   (16 bytes instead of a string allocation), and only `GET` reads a value
+//!   without converting it out of that encoding (a DMA read "unshares" it).
+//!
+//! Either way, what replicas and the AOF receive is the effect,
+//! `SET key value PXAT ms`, never the command.
+
+use crate::error::CommandError;
+use redis_module::raw;
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int, c_longlong};
+use std::ptr::NonNull;
+
+/// How a codec's values are read and written.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Access {
+    Direct,
+    Command,
+}
+
+/// What a key holds, as far as the codecs care.
+pub enum Content<'k> {
+    Empty,
+    String(&'k [u8]),
+    Other,
+}
+
+const MISSING_API: CommandError = CommandError::Storage {
+    detail: "server lacks a required module API",
+};
+
+/// A reply of `RedisModule_Call`, freed on drop.
+struct CallReply(NonNull<raw::RedisModuleCallReply>);
+
+impl CallReply {
+    fn kind(&self) -> isize {
+        // SAFETY: the reply is live until drop.
+        unsafe {
+            raw::RedisModule_CallReplyType
+                .map_or(raw::REDISMODULE_REPLY_UNKNOWN, |f| f(self.0.as_ptr()) as isize)
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the reply is live until drop, and the returned pointer
+        // addresses `len` bytes owned by it.
+        unsafe {
+            let Some(ptr_len) = raw::RedisModule_CallReplyStringPtr else {
+                return &[];
+            };
+            let mut len = 0usize;
+            let ptr = ptr_len(self.0.as_ptr(), &mut len);
+            if ptr.is_null() || len == 0 {
+                return &[];
+            }
+            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+        }
+    }
+}
+
+impl Drop for CallReply {
+    fn drop(&mut self) {
+        // SAFETY: freed exactly once.
+        unsafe {
+            if let Some(free) = raw::RedisModule_FreeCallReply {
+                free(self.0.as_ptr());
+            }
+        }
+    }
+}
+
+/// One limiter key of the running command.
+pub struct Store {
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    access: Access,
+    key: Option<NonNull<raw::RedisModuleKey>>,
+    reply: Option<CallReply>,
+}
+
+impl Store {
+    /// # Safety
+    /// `ctx` and `name` must be the live context and key argument of the
+    /// running command.
+    pub unsafe fn open(
+        ctx: *mut raw::RedisModuleCtx,
+        name: *mut raw::RedisModuleString,
+        access: Access,
+    ) -> Result<Store, CommandError> {
+        let mut store = Store {
+            ctx,
+            name,
+            access,
+            key: None,
+            reply: None,
+        };
+        if access == Access::Direct {
+            let open = raw::RedisModule_OpenKey.ok_or(MISSING_API)?;
+            let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
+            store.key = Some(
+                NonNull::new(open(ctx, name, mode).cast::<raw::RedisModuleKey>()).ok_or(
+                    CommandError::Storage {
+                        detail: "could not open the key",
+                    },
+                )?,
+            );
+        }
+        Ok(store)
+    }
+
+    /// The key's current content. Borrowed until the next write.
+    pub fn read(&mut self) -> Result<Content<'_>, CommandError> {
+        match (self.access, self.key) {
+            (Access::Direct, Some(key)) => Self::read_direct(key),
+            _ => self.read_command(),
+        }
+    }
+
+    fn read_direct<'a>(key: NonNull<raw::RedisModuleKey>) -> Result<Content<'a>, CommandError> {
+        // SAFETY: the key is open; DMA in read mode returns `len` bytes that
+        // stay valid until the key is written or closed, which the borrow of
+        // the store prevents.
+        unsafe {
+            match raw::RedisModule_KeyType.ok_or(MISSING_API)?(key.as_ptr()) as isize {
+                raw::REDISMODULE_KEYTYPE_EMPTY => Ok(Content::Empty),
+                raw::REDISMODULE_KEYTYPE_STRING => {
+                    let dma = raw::RedisModule_StringDMA.ok_or(MISSING_API)?;
+                    let mut len = 0usize;
+                    let ptr = dma(key.as_ptr(), &mut len, raw::REDISMODULE_READ as c_int);
+                    if ptr.is_null() {
+                        Ok(Content::Other)
+                    } else if len == 0 {
+                        Ok(Content::String(&[]))
+                    } else {
+                        Ok(Content::String(std::slice::from_raw_parts(ptr.cast::<u8>(), len)))
+                    }
+                }
+                _ => Ok(Content::Other),
+            }
+        }
+    }
+
+    fn read_command(&mut self) -> Result<Content<'_>, CommandError> {
+        const GET: &CStr = c"GET";
+        const FMT: &CStr = c"s";
+        // SAFETY: ctx and name are live; the reply is owned by the store.
+        let reply = unsafe {
+            let call = raw::RedisModule_Call.ok_or(MISSING_API)?;
+            NonNull::new(call(self.ctx, GET.as_ptr(), FMT.as_ptr(), self.name))
+        };
+        let reply = reply.map(CallReply).ok_or(CommandError::Storage {
+            detail: "could not read the key",
+        })?;
+        let kind = reply.kind();
+        let reply = self.reply.insert(reply);
+        match kind {
+            raw::REDISMODULE_REPLY_NULL => Ok(Content::Empty),
+            raw::REDISMODULE_REPLY_STRING => Ok(Content::String(reply.bytes())),
+            // GET answers WRONGTYPE for any other type.
+            _ => Ok(Content::Other),
+        }
+    }
+
+    /// The key name's bytes (for error messages).
+    pub fn name_bytes(&self) -> &[u8] {
+        // SAFETY: `name` is a live argument string of the running command.
+        unsafe {
+            let Some(ptr_len) = raw::RedisModule_StringPtrLen else {
+                return &[];
+            };
+            let mut len = 0usize;
+            let ptr = ptr_len(self.name, &mut len);
+            if ptr.is_null() {
+                return &[];
+            }
+            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+        }
+    }
+
+    /// Replace the value with `value`, expiring at `expire_at_ms` (absolute
+    /// Unix milliseconds), and replicate exactly that effect.
+    pub fn write(&mut self, value: &[u8], expire_at_ms: u64) -> Result<(), CommandError> {
+        let expire_at_ms = c_longlong::try_from(expire_at_ms).unwrap_or(c_longlong::MAX);
+        self.reply = None;
+        match (self.access, self.key) {
+            (Access::Direct, Some(key)) => self.write_direct(key, value, expire_at_ms),
+            _ => self.write_command(value, expire_at_ms),
+        }
+    }
+
+    fn write_direct(
+        &self,
+        key: NonNull<raw::RedisModuleKey>,
+        value: &[u8],
+        expire_at_ms: c_longlong,
+    ) -> Result<(), CommandError> {
+        // SAFETY: the key is open for writing; the created string is handed
+        // to the key (StringSet takes its own reference) and then released.
+        unsafe {
+            let create = raw::RedisModule_CreateString.ok_or(MISSING_API)?;
+            let set = raw::RedisModule_StringSet.ok_or(MISSING_API)?;
+            let free = raw::RedisModule_FreeString.ok_or(MISSING_API)?;
+            let s = create(self.ctx, value.as_ptr().cast::<c_char>(), value.len());
+            let status = set(key.as_ptr(), s);
+            free(self.ctx, s);
+            if status != raw::REDISMODULE_OK as c_int {
+                return Err(CommandError::Storage {
+                    detail: "the server refused the write",
+                });
+            }
+            let status = if let Some(set_abs) = raw::RedisModule_SetAbsExpire {
+                set_abs(key.as_ptr(), expire_at_ms)
+            } else {
+                let set_rel = raw::RedisModule_SetExpire.ok_or(MISSING_API)?;
+                let now = c_longlong::try_from(crate::clock::now_millis()).unwrap_or(0);
+                set_rel(key.as_ptr(), expire_at_ms.saturating_sub(now).max(1))
+            };
+            if status != raw::REDISMODULE_OK as c_int {
+                return Err(CommandError::Storage {
+                    detail: "could not set the expiry",
+                });
+            }
+            let replicate = raw::RedisModule_Replicate.ok_or(MISSING_API)?;
+            let status = self.send_set(replicate, c"sbcl", value, expire_at_ms);
+            if status != raw::REDISMODULE_OK as c_int {
+                return Err(CommandError::Storage {
+                    detail: "could not replicate the write",
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn write_command(&mut self, value: &[u8], expire_at_ms: c_longlong) -> Result<(), CommandError> {
+        // SAFETY: ctx and name are live for the running command.
+        let reply = unsafe {
+            let call = raw::RedisModule_Call.ok_or(MISSING_API)?;
+            // `!`: replicate this SET (the effect) to replicas and the AOF.
+            NonNull::new(self.send_set(call, c"!sbcl", value, expire_at_ms))
+        };
+        let reply = reply.map(CallReply).ok_or(CommandError::Storage {
+            detail: "the server refused the write",
+        })?;
+        if reply.kind() == raw::REDISMODULE_REPLY_ERROR {
+            return Err(CommandError::Storage {
+                detail: "the server refused the write",
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Call `RedisModule_Replicate` or `RedisModule_Call` (`send`) with
+    /// `SET key value PXAT expire_at_ms`; `fmt` is `sbcl` plus call flags.
+    ///
+    /// # Safety
+    /// `send` must be one of those two functions; ctx and name are live.
+    unsafe fn send_set<R>(
+        &self,
+        send: unsafe extern "C" fn(*mut raw::RedisModuleCtx, *const c_char, *const c_char, ...) -> R,
+        fmt: &CStr,
+        value: &[u8],
+        expire_at_ms: c_longlong,
+    ) -> R {
+        // `b` takes (pointer, length) of a buffer that outlives the call.
+        send(
+            self.ctx,
+            c"SET".as_ptr(),
+            fmt.as_ptr(),
+            self.name,
+            value.as_ptr().cast::<c_char>(),
+            value.len(),
+            c"PXAT".as_ptr(),
+            expire_at_ms,
+        )
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.reply = None;
+        // SAFETY: the key was opened by `open` and is closed exactly once.
+        unsafe {
+            if let (Some(key), Some(close)) = (self.key, raw::RedisModule_CloseKey) {
+                close(key.as_ptr());
+            }
+        }
+    }
+}
