@@ -4,6 +4,7 @@ mod common;
 
 use common::Driver;
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use rl_core::bounds::{MAX_BURST, MAX_LIMIT, MAX_PERIOD_MICROS};
 use rl_core::{Gcra, Instant, Limiter, RetryAfter, TimeUnit, TokenBucket};
 
@@ -102,7 +103,13 @@ where
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    // Failing cases are kept in proptest-regressions/properties.txt (committed)
+    // and replayed first on every run.
+    #![proptest_config(ProptestConfig {
+        cases: 400,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct("proptest-regressions/properties.txt"))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn gcra_never_admits_more_than_the_model((burst, count, period) in small_params(), script in monotone_script()) {
