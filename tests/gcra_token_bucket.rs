@@ -17,6 +17,19 @@ fn module_loads_under_its_name() {
 }
 
 #[test]
+fn module_load_at_run_time() {
+    let s = Server::start_with(&["--enable-module-command", "yes"], false);
+    let mut c = s.client();
+    assert!(error(&mut c, &["RL.GCRA", "k", "1", "1", "1"]).starts_with("ERR unknown command"));
+    let path = common::module_path();
+    let ok: String = cmd(&["MODULE", "LOAD", path.to_str().unwrap()])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(ok, "OK");
+    assert_eq!(five(&mut c, &["RL.GCRA", "k", "1", "1", "1"]), [0, 2, 1, -1, 1]);
+}
+
+#[test]
 fn gcra_matches_the_redis_cell_readme() {
     let s = Server::start();
     let mut c = s.client();
