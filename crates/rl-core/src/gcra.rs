@@ -88,7 +88,8 @@ impl Gcra {
 }
 
 impl Limiter for Gcra {
-    type State = Tat;
+    type State<'a> = Tat;
+    type Change = Tat;
 
     fn limit(&self) -> u64 {
         self.limit
@@ -129,7 +130,7 @@ impl Limiter for Gcra {
                     ..decision
                 },
                 update: Some(Update {
-                    state: Tat {
+                    change: Tat {
                         units: new_tat,
                         per_micro: self.per_micro,
                     },

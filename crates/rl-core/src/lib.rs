@@ -8,14 +8,22 @@
 pub mod bounds;
 mod decision;
 mod error;
+pub mod fixed_window;
 pub mod gcra;
 mod limiter;
+pub mod sliding_counter;
+pub mod sliding_log;
 mod time;
 pub mod token_bucket;
+mod window;
 
 pub use decision::{Decision, RetryAfter};
 pub use error::ParamError;
+pub use fixed_window::{FixedWindow, WindowCount};
 pub use gcra::{Gcra, Tat};
 pub use limiter::{Limiter, Outcome, Update};
+pub use sliding_counter::{SlidingCounter, WindowPair};
+pub use sliding_log::{Append, LogView, SlidingLog};
 pub use time::{Instant, Micros, TimeUnit};
 pub use token_bucket::{TokenBucket, Tokens};
+pub use window::MAX_WINDOW_INDEX;

@@ -3,21 +3,21 @@
 use crate::decision::Decision;
 use crate::time::Instant;
 
-/// The result of one check: the decision, and the state to store if anything
-/// changed.
+/// The result of one check: the decision, and the change to store if any.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Outcome<S> {
+pub struct Outcome<C> {
     pub decision: Decision,
     /// `Some` only when the request was allowed with `quantity >= 1`: refused
     /// requests and queries change nothing.
-    pub update: Option<Update<S>>,
+    pub update: Option<Update<C>>,
 }
 
-/// A new state and the instant at which it stops mattering (the limiter is
-/// fully rested then), rounded up to the microsecond.
+/// A change to the stored state (for most algorithms: the whole new state),
+/// and the instant at which the state stops mattering (the limiter is fully
+/// rested then), rounded up to the microsecond.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Update<S> {
-    pub state: S,
+pub struct Update<C> {
+    pub change: C,
     pub expires_at: Instant,
 }
 
@@ -25,12 +25,15 @@ pub struct Update<S> {
 ///
 /// Implementations are pure: no clock, no I/O, no panics for any input.
 pub trait Limiter {
-    /// What is stored between calls.
-    type State;
+    /// What is stored between calls, as read (it may borrow the stored bytes).
+    type State<'a>;
+    /// What an allowed request changes: for most algorithms the new state,
+    /// for the sliding log the entries to append.
+    type Change;
 
     /// Decide on a request of `quantity` units at `now`, given the stored
     /// `state` (`None`: never used, or expired).
-    fn check(&self, state: Option<&Self::State>, now: Instant, quantity: u64) -> Outcome<Self::State>;
+    fn check(&self, state: Option<&Self::State<'_>>, now: Instant, quantity: u64) -> Outcome<Self::Change>;
 
     /// The reply's `limit` field.
     fn limit(&self) -> u64;

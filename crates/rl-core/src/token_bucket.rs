@@ -122,7 +122,8 @@ impl TokenBucket {
 }
 
 impl Limiter for TokenBucket {
-    type State = Tokens;
+    type State<'a> = Tokens;
+    type Change = Tokens;
 
     fn limit(&self) -> u64 {
         self.capacity
@@ -161,7 +162,7 @@ impl Limiter for TokenBucket {
                 ..decision
             },
             update: Some(Update {
-                state: Tokens {
+                change: Tokens {
                     level: left as u128,
                     grains_per_token: self.grains_per_token,
                     updated_at: now,

@@ -112,8 +112,8 @@ fn expiry_is_the_instant_of_full_rest() {
     let update = out.update.expect("allowed");
     // TAT = T0 + 333_333.33 µs, rounded up.
     assert_eq!(update.expires_at, Instant::from_micros(T0 + 333_334));
-    assert_eq!(update.state.units(), u128::from(T0) * 3 + 1_000_000);
-    assert_eq!(update.state.per_micro(), 3);
+    assert_eq!(update.change.units(), u128::from(T0) * 3 + 1_000_000);
+    assert_eq!(update.change.per_micro(), 3);
 }
 
 #[test]
@@ -138,7 +138,7 @@ fn a_state_written_with_other_parameters_is_read_conservatively() {
         .check(None, Instant::from_micros(T0), 1)
         .update
         .unwrap()
-        .state;
+        .change;
     // Now 7 per second: the TAT (T0 + 1/3 s) rounds up to the next 1/7 s tick.
     let seven = Gcra::new(0, 7, SEC).unwrap();
     let out = seven.check(Some(&tat), Instant::from_micros(T0), 0);

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::Driver;
+use common::{assert_retry_and_reset_are_exact, Driver, Stored};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use rl_core::bounds::{MAX_BURST, MAX_LIMIT, MAX_PERIOD_MICROS};
@@ -31,14 +31,9 @@ fn monotone_script() -> impl Strategy<Value = Vec<(u64, u64)>> {
 
 /// Allowed units between any two calls `i <= j` (inclusive) never exceed the
 /// exact model: `limit + (t_j - t_i) * count / period`.
-fn assert_within_rate<L: Limiter>(
-    mut d: Driver<L>,
-    script: &[(u64, u64)],
-    limit: u64,
-    count: u64,
-    period: u64,
-) where
-    L::State: Clone,
+fn assert_within_rate<L>(mut d: Driver<L>, script: &[(u64, u64)], limit: u64, count: u64, period: u64)
+where
+    L: Stored,
 {
     let mut now = T0;
     let mut allowed: Vec<(u64, u64)> = Vec::new();
@@ -61,43 +56,6 @@ fn assert_within_rate<L: Limiter>(
                     <= u128::from(limit) * u128::from(period) + elapsed * u128::from(count),
                 "{units} units in {elapsed} µs exceeds the model"
             );
-        }
-    }
-}
-
-/// After every refusal, waiting exactly `retry_after` succeeds and one
-/// microsecond less does not; a query at `now + reset` finds the limiter
-/// fully rested and one microsecond earlier it is not.
-fn assert_retry_and_reset_are_exact<L: Limiter>(mut d: Driver<L>, script: &[(u64, u64)])
-where
-    L::State: Clone,
-{
-    let mut now = T0;
-    for &(gap, q) in script {
-        now += gap;
-        let decision = d.peek(now, q);
-        if let RetryAfter::After(wait) = decision.retry_after {
-            let wait = u64::try_from(wait.get()).unwrap();
-            assert!(wait >= 1);
-            assert!(!d.peek(now + wait, q).blocked, "retry at +{wait} µs refused");
-            assert!(d.peek(now + wait - 1, q).blocked, "retry at +{wait}-1 µs allowed");
-            for unit in [TimeUnit::Seconds, TimeUnit::Millis] {
-                let reply = decision.to_reply(unit);
-                let waited = u64::try_from(reply[3]).unwrap() * unit.micros_per_unit();
-                assert!(!d.peek(now + waited, q).blocked);
-            }
-        }
-        let decision = d.call(now, q);
-        if decision.blocked {
-            assert_ne!(decision.retry_after, RetryAfter::Allowed);
-        }
-        // `reset` describes the state after this call.
-        let reset = u64::try_from(decision.reset.get()).unwrap();
-        let rested = d.peek(now + reset, 0);
-        assert_eq!(rested.remaining, rested.limit);
-        assert_eq!(rested.reset.get(), 0);
-        if reset > 0 {
-            assert!(d.peek(now + reset - 1, 0).remaining < decision.limit);
         }
     }
 }
@@ -171,8 +129,8 @@ proptest! {
                 }
                 let _ = decision.to_reply(TimeUnit::Millis);
             }
-            if let Some(u) = go.update { prop_assert!(u.expires_at > now); gs = Some(u.state); }
-            if let Some(u) = to.update { prop_assert!(u.expires_at > now); ts = Some(u.state); }
+            if let Some(u) = go.update { prop_assert!(u.expires_at > now); gs = Some(u.change); }
+            if let Some(u) = to.update { prop_assert!(u.expires_at > now); ts = Some(u.change); }
         }
     }
 }

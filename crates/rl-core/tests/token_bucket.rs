@@ -52,10 +52,10 @@ fn state_is_tokens_and_expiry_is_full_rest() {
     let b = TokenBucket::new(4, 2, 1000 * MS).unwrap(); // 2 per second
     let out = b.check(None, Instant::from_micros(T0), 3);
     let update = out.update.unwrap();
-    assert_eq!(update.state.updated_at(), Instant::from_micros(T0));
+    assert_eq!(update.change.updated_at(), Instant::from_micros(T0));
     // One token left; one token = 500_000 grains (2 per 10^6 µs, reduced).
-    assert_eq!(update.state.grains_per_token(), 500_000);
-    assert_eq!(update.state.level(), 500_000);
+    assert_eq!(update.change.grains_per_token(), 500_000);
+    assert_eq!(update.change.level(), 500_000);
     assert_eq!(update.expires_at, Instant::from_micros(T0 + 1_500_000));
 }
 

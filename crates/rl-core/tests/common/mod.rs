@@ -2,28 +2,76 @@
 //! state between calls, as the Redis adapter does.
 #![allow(dead_code)]
 
-use rl_core::{Decision, Instant, Limiter, TimeUnit};
+use rl_core::{
+    Decision, FixedWindow, Gcra, Instant, Limiter, LogView, RetryAfter, SlidingCounter, SlidingLog, TimeUnit,
+    TokenBucket,
+};
 
-pub struct Driver<L: Limiter> {
-    pub limiter: L,
-    pub state: Option<L::State>,
+/// How a test keeps a limiter's state between calls.
+pub trait Stored: Limiter + Sized {
+    type Owned: Default + Clone;
+    fn view(owned: &Self::Owned) -> Option<Self::State<'_>>;
+    fn apply(owned: &mut Self::Owned, change: Self::Change);
 }
 
-impl<L: Limiter> Driver<L>
-where
-    L::State: Clone,
-{
+macro_rules! whole_state {
+    ($($t:ty),*) => {$(
+        impl Stored for $t {
+            type Owned = Option<<$t as Limiter>::Change>;
+            fn view(owned: &Self::Owned) -> Option<Self::State<'_>> {
+                *owned
+            }
+            fn apply(owned: &mut Self::Owned, change: Self::Change) {
+                *owned = Some(change);
+            }
+        }
+    )*};
+}
+whole_state!(Gcra, TokenBucket, FixedWindow, SlidingCounter);
+
+/// The sliding log, kept as packed instants, oldest first.
+impl Stored for SlidingLog {
+    type Owned = Vec<u8>;
+    fn view(owned: &Vec<u8>) -> Option<LogView<'_>> {
+        if owned.is_empty() {
+            None
+        } else {
+            Some(LogView::new(owned, 0).expect("a well-formed log"))
+        }
+    }
+    fn apply(owned: &mut Vec<u8>, change: rl_core::Append) {
+        for _ in 0..change.count {
+            owned.extend_from_slice(&change.at.as_micros().to_le_bytes());
+        }
+        let keep = usize::try_from(change.keep).unwrap() * 8;
+        if owned.len() > keep {
+            owned.drain(..owned.len() - keep);
+        }
+    }
+}
+
+pub struct Driver<L: Stored> {
+    pub limiter: L,
+    pub state: L::Owned,
+}
+
+impl<L: Stored> Driver<L> {
     pub fn new(limiter: L) -> Self {
-        Driver { limiter, state: None }
+        Driver {
+            limiter,
+            state: L::Owned::default(),
+        }
     }
 
-    /// One call at `now_micros`; stores the new state like the module does.
+    /// One call at `now_micros`; stores the change like the module does.
     pub fn call(&mut self, now_micros: u64, quantity: u64) -> Decision {
-        let out = self
-            .limiter
-            .check(self.state.as_ref(), Instant::from_micros(now_micros), quantity);
+        let out = self.limiter.check(
+            L::view(&self.state).as_ref(),
+            Instant::from_micros(now_micros),
+            quantity,
+        );
         if let Some(update) = out.update {
-            self.state = Some(update.state);
+            L::apply(&mut self.state, update.change);
         }
         out.decision
     }
@@ -36,10 +84,51 @@ where
     /// What a call would answer, without keeping anything (PEEK).
     pub fn peek(&self, now_micros: u64, quantity: u64) -> Decision {
         self.limiter
-            .check(self.state.as_ref(), Instant::from_micros(now_micros), quantity)
+            .check(
+                L::view(&self.state).as_ref(),
+                Instant::from_micros(now_micros),
+                quantity,
+            )
             .decision
     }
 }
 
 pub const SEC: u64 = 1_000_000;
 pub const MS: u64 = 1_000;
+
+/// After every refusal, waiting exactly `retry_after` succeeds and one
+/// microsecond less does not; a query at `now + reset` finds the limiter
+/// fully rested and one microsecond earlier it is not.
+pub fn assert_retry_and_reset_are_exact<L>(mut d: Driver<L>, script: &[(u64, u64)])
+where
+    L: Stored,
+{
+    let mut now = 1_763_700_000_000_000;
+    for &(gap, q) in script {
+        now += gap;
+        let decision = d.peek(now, q);
+        if let RetryAfter::After(wait) = decision.retry_after {
+            let wait = u64::try_from(wait.get()).unwrap();
+            assert!(wait >= 1);
+            assert!(!d.peek(now + wait, q).blocked, "retry at +{wait} µs refused");
+            assert!(d.peek(now + wait - 1, q).blocked, "retry at +{wait}-1 µs allowed");
+            for unit in [TimeUnit::Seconds, TimeUnit::Millis] {
+                let reply = decision.to_reply(unit);
+                let waited = u64::try_from(reply[3]).unwrap() * unit.micros_per_unit();
+                assert!(!d.peek(now + waited, q).blocked);
+            }
+        }
+        let decision = d.call(now, q);
+        if decision.blocked {
+            assert_ne!(decision.retry_after, RetryAfter::Allowed);
+        }
+        // `reset` describes the state after this call.
+        let reset = u64::try_from(decision.reset.get()).unwrap();
+        let rested = d.peek(now + reset, 0);
+        assert_eq!(rested.remaining, rested.limit);
+        assert_eq!(rested.reset.get(), 0);
+        if reset > 0 {
+            assert!(d.peek(now + reset - 1, 0).remaining < decision.limit);
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! The fixed window: at most `limit` units in each window `[k*W, (k+1)*W)`.
+
+use crate::bounds::MAX_LIMIT;
+use crate::decision::{Decision, RetryAfter};
+use crate::error::{in_range, ParamError};
+use crate::limiter::{Limiter, Outcome, Update};
+use crate::time::{Instant, Micros};
+use crate::window::{Window, MAX_WINDOW_INDEX};
+
+/// Validated fixed-window parameters.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FixedWindow {
+    limit: u64,
+    window: Window,
+}
+
+/// Units allowed so far in window `index`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct WindowCount {
+    index: u64,
+    count: u64,
+}
+
+impl WindowCount {
+    /// `None` unless `index <= 2^56 - 1` and `count <= 10^9`.
+    pub fn new(index: u64, count: u64) -> Option<WindowCount> {
+        (index <= MAX_WINDOW_INDEX && count <= MAX_LIMIT).then_some(WindowCount { index, count })
+    }
+
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+}
+
+impl FixedWindow {
+    /// `limit` 1 ..= 10^9, `window_micros` 1 ..= 10^15.
+    pub fn new(limit: u64, window_micros: u64) -> Result<FixedWindow, ParamError> {
+        Ok(FixedWindow {
+            limit: in_range("limit", limit, 1, MAX_LIMIT)?,
+            window: Window::new(window_micros)?,
+        })
+    }
+}
+
+impl Limiter for FixedWindow {
+    type State<'a> = WindowCount;
+    type Change = WindowCount;
+
+    fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    fn check(&self, state: Option<&WindowCount>, now: Instant, quantity: u64) -> Outcome<WindowCount> {
+        let current = self.window.index(now);
+        // A stored window later than now's (the clock stepped back) stays in
+        // force until it ends: nothing extra is admitted.
+        let (index, used) = match state {
+            Some(s) if s.index >= current => (s.index, s.count),
+            _ => (current, 0),
+        };
+        let end = self.window.start(index) + self.window.micros();
+        let to_end = Window::until(now, end);
+        let mut decision = Decision {
+            blocked: false,
+            limit: self.limit,
+            remaining: self.limit.saturating_sub(used),
+            retry_after: RetryAfter::Allowed,
+            reset: if used == 0 { Micros::ZERO } else { to_end },
+        };
+        if quantity == 0 {
+            return Outcome::unchanged(decision);
+        }
+        if quantity > self.limit || index > MAX_WINDOW_INDEX {
+            decision.blocked = true;
+            decision.retry_after = RetryAfter::Never;
+            return Outcome::unchanged(decision);
+        }
+        if used + quantity > self.limit {
+            decision.blocked = true;
+            // The next window starts empty.
+            decision.retry_after = RetryAfter::After(to_end);
+            return Outcome::unchanged(decision);
+        }
+        let count = used + quantity;
+        Outcome {
+            decision: Decision {
+                remaining: self.limit - count,
+                reset: to_end,
+                ..decision
+            },
+            update: Some(Update {
+                change: WindowCount { index, count },
+                expires_at: Window::instant(end),
+            }),
+        }
+    }
+}

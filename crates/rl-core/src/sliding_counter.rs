@@ -1,0 +1,173 @@
+//! The sliding counter: the two-window approximation of a sliding window.
+//!
+//! With `prev` and `cur` the units allowed in the previous and the current
+//! window and `e` the time elapsed in the current one, the estimate is
+//! `prev * (W - e) / W + cur`, and a request of `q` is allowed iff
+//! `prev * (W - e) + (cur + q) * W <= limit * W`, compared exactly.
+
+use crate::bounds::MAX_LIMIT;
+use crate::decision::{Decision, RetryAfter};
+use crate::error::{in_range, ParamError};
+use crate::limiter::{Limiter, Outcome, Update};
+use crate::time::{Instant, Micros};
+use crate::window::{Window, MAX_WINDOW_INDEX};
+
+/// Validated sliding-counter parameters.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SlidingCounter {
+    limit: u64,
+    window: Window,
+}
+
+/// Units allowed in window `index` (`current`) and in the one before it
+/// (`previous`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct WindowPair {
+    index: u64,
+    previous: u64,
+    current: u64,
+}
+
+impl WindowPair {
+    /// `None` unless `index <= 2^56 - 1` and both counts are at most 10^9.
+    pub fn new(index: u64, previous: u64, current: u64) -> Option<WindowPair> {
+        (index <= MAX_WINDOW_INDEX && previous <= MAX_LIMIT && current <= MAX_LIMIT).then_some(WindowPair {
+            index,
+            previous,
+            current,
+        })
+    }
+
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+
+    pub fn previous(&self) -> u64 {
+        self.previous
+    }
+
+    pub fn current(&self) -> u64 {
+        self.current
+    }
+}
+
+impl SlidingCounter {
+    /// `limit` 1 ..= 10^9, `window_micros` 1 ..= 10^15.
+    pub fn new(limit: u64, window_micros: u64) -> Result<SlidingCounter, ParamError> {
+        Ok(SlidingCounter {
+            limit: in_range("limit", limit, 1, MAX_LIMIT)?,
+            window: Window::new(window_micros)?,
+        })
+    }
+
+    /// The counts as they stand at `now`: (window index, prev, cur).
+    fn counts_at(&self, state: Option<&WindowPair>, now: Instant) -> (u64, u64, u64) {
+        let current = self.window.index(now);
+        match state {
+            // Same window, or a later one (the clock stepped back): as stored.
+            Some(s) if s.index >= current => (s.index, s.previous, s.current),
+            Some(s) if s.index + 1 == current => (current, s.current, 0),
+            _ => (current, 0, 0),
+        }
+    }
+
+    /// Time until fully rested: the current count still weighs in the whole
+    /// next window; the previous one until this window ends.
+    fn reset(&self, now: Instant, index: u64, prev: u64, cur: u64) -> Micros {
+        let start = self.window.start(index);
+        if cur > 0 {
+            Window::until(now, start + 2 * self.window.micros())
+        } else if prev > 0 {
+            Window::until(now, start + self.window.micros())
+        } else {
+            Micros::ZERO
+        }
+    }
+
+    /// The earliest instant at which `q` more units fit, given the counts of
+    /// window `index` (only called when they do not fit at `now`).
+    fn next_fit(&self, index: u64, elapsed: u128, prev: u64, cur: u64, q: u64) -> u128 {
+        let (w, limit) = (self.window.micros(), u128::from(self.limit));
+        let (prev, cur, q) = (u128::from(prev), u128::from(cur), u128::from(q));
+        let start = self.window.start(index);
+        // Later in this window, as the previous window's weight decays:
+        // prev * (W - e) <= (limit - cur - q) * W.
+        if cur + q <= limit && prev > 0 {
+            let e = w - ((limit - cur - q) * w / prev).min(w);
+            if e < w && e > elapsed {
+                return start + e;
+            }
+        }
+        // In the next window, where `cur` becomes the previous count:
+        // cur * (W - e) <= (limit - q) * W; at its end everything has left.
+        let next = start + w;
+        if cur == 0 {
+            return next;
+        }
+        next + (w - ((limit - q) * w / cur).min(w))
+    }
+}
+
+impl Limiter for SlidingCounter {
+    type State<'a> = WindowPair;
+    type Change = WindowPair;
+
+    fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    fn check(&self, state: Option<&WindowPair>, now: Instant, quantity: u64) -> Outcome<WindowPair> {
+        let (index, prev, cur) = self.counts_at(state, now);
+        let (w, limit) = (self.window.micros(), u128::from(self.limit));
+        let elapsed = u128::from(now.as_micros())
+            .saturating_sub(self.window.start(index))
+            .min(w);
+        // prev's weighted share, scaled by W.
+        let decayed = u128::from(prev) * (w - elapsed);
+        let fits = |units: u64| decayed + (u128::from(cur) + u128::from(units)) * w <= limit * w;
+        let remaining_with = |cur: u64| {
+            let free = (limit * w).saturating_sub(decayed) / w;
+            u64::try_from(free.saturating_sub(u128::from(cur)))
+                .unwrap_or(u64::MAX)
+                .min(self.limit)
+        };
+        let mut decision = Decision {
+            blocked: false,
+            limit: self.limit,
+            remaining: remaining_with(cur),
+            retry_after: RetryAfter::Allowed,
+            reset: self.reset(now, index, prev, cur),
+        };
+        if quantity == 0 {
+            return Outcome::unchanged(decision);
+        }
+        if quantity > self.limit || index > MAX_WINDOW_INDEX {
+            decision.blocked = true;
+            decision.retry_after = RetryAfter::Never;
+            return Outcome::unchanged(decision);
+        }
+        if !fits(quantity) {
+            decision.blocked = true;
+            let at = self.next_fit(index, elapsed, prev, cur, quantity);
+            decision.retry_after = RetryAfter::After(Window::until(now, at));
+            return Outcome::unchanged(decision);
+        }
+        let cur = cur + quantity;
+        let reset = self.reset(now, index, prev, cur);
+        Outcome {
+            decision: Decision {
+                remaining: remaining_with(cur),
+                reset,
+                ..decision
+            },
+            update: Some(Update {
+                change: WindowPair {
+                    index,
+                    previous: prev,
+                    current: cur,
+                },
+                expires_at: now.saturating_add(reset),
+            }),
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! The sliding log: the instants of allowed units; a request of `q` is
+//! allowed iff the units logged in `(now - W, now]` plus `q` are at most
+//! `limit`. Two units at one instant are two entries, and the log never needs
+//! more than `limit` entries: the newest `limit` decide every request.
+//!
+//! The log is read through [`LogView`], a view over packed little-endian
+//! `u64` instants kept as a ring, so the storage layer can hand over its
+//! bytes without copying; admission is O(1) (the entry `limit - q` back from
+//! the newest decides) and `remaining` a binary search.
+
+use crate::bounds::MAX_LIMIT;
+use crate::decision::{Decision, RetryAfter};
+use crate::error::{in_range, ParamError};
+use crate::limiter::{Limiter, Outcome, Update};
+use crate::time::{Instant, Micros};
+use crate::window::Window;
+
+/// Bytes per logged instant.
+pub const ENTRY_BYTES: usize = 8;
+
+/// Validated sliding-log parameters.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SlidingLog {
+    limit: u64,
+    window: Window,
+}
+
+/// A read-only view of a stored log: `len` instants in a ring of packed
+/// `u64` LE slots, the oldest at slot `oldest`, non-decreasing from oldest
+/// to newest.
+#[derive(Copy, Clone, Debug)]
+pub struct LogView<'a> {
+    slots: &'a [u8],
+    oldest: usize,
+}
+
+impl<'a> LogView<'a> {
+    /// `None` unless `slots` is whole entries, `oldest` is one of them (or 0
+    /// for an empty log), and the oldest entry is not after the newest. (The
+    /// order of the others is not checked, to keep reading O(1); a log out of
+    /// order gives wrong answers, never a panic.)
+    pub fn new(slots: &'a [u8], oldest: usize) -> Option<LogView<'a>> {
+        if slots.len() % ENTRY_BYTES != 0 {
+            return None;
+        }
+        let len = slots.len() / ENTRY_BYTES;
+        if oldest >= len.max(1) {
+            return None;
+        }
+        let view = LogView { slots, oldest };
+        let ordered = len == 0 || view.get(0) <= view.get(len - 1);
+        ordered.then_some(view)
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len() / ENTRY_BYTES
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    pub fn oldest_slot(&self) -> usize {
+        self.oldest
+    }
+
+    /// The `i`-th instant from the oldest, in microseconds.
+    pub fn get(&self, i: usize) -> u64 {
+        let slot = (self.oldest + i) % self.len();
+        let mut raw = [0u8; ENTRY_BYTES];
+        raw.copy_from_slice(&self.slots[slot * ENTRY_BYTES..(slot + 1) * ENTRY_BYTES]);
+        u64::from_le_bytes(raw)
+    }
+
+    /// How many entries are later than `after` (binary search).
+    fn count_later_than(&self, after: u128) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if u128::from(self.get(mid)) > after {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        self.len() - lo
+    }
+}
+
+/// What an allowed request adds: `count` entries at `at`, after which only
+/// the newest `keep` entries matter.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Append {
+    pub at: Instant,
+    pub count: u64,
+    pub keep: u64,
+}
+
+impl SlidingLog {
+    /// `limit` 1 ..= 10^9 (the module caps it lower: memory grows with it),
+    /// `window_micros` 1 ..= 10^15.
+    pub fn new(limit: u64, window_micros: u64) -> Result<SlidingLog, ParamError> {
+        Ok(SlidingLog {
+            limit: in_range("limit", limit, 1, MAX_LIMIT)?,
+            window: Window::new(window_micros)?,
+        })
+    }
+
+    /// Time until the entry at `at` leaves the window: it is out once
+    /// `at <= now - W`.
+    fn until_out(&self, now: Instant, at: u64) -> Micros {
+        Window::until(now, u128::from(at) + self.window.micros())
+    }
+}
+
+impl Limiter for SlidingLog {
+    type State<'a> = LogView<'a>;
+    type Change = Append;
+
+    fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    fn check(&self, state: Option<&LogView<'_>>, now: Instant, quantity: u64) -> Outcome<Append> {
+        let empty = LogView {
+            slots: &[],
+            oldest: 0,
+        };
+        let log = state.unwrap_or(&empty);
+        let n = log.len();
+        let newest = n.checked_sub(1).map(|i| log.get(i));
+        // Entries later than now - W are in the window (entries "from the
+        // future", after the clock stepped back, count too).
+        let horizon = u128::from(now.as_micros()).checked_sub(self.window.micros());
+        let in_window = match horizon {
+            Some(h) => log.count_later_than(h),
+            None => n,
+        };
+        let in_window = u64::try_from(in_window).unwrap_or(u64::MAX);
+        let mut decision = Decision {
+            blocked: false,
+            limit: self.limit,
+            remaining: self.limit.saturating_sub(in_window),
+            retry_after: RetryAfter::Allowed,
+            reset: newest
+                .filter(|_| in_window > 0)
+                .map_or(Micros::ZERO, |t| self.until_out(now, t)),
+        };
+        if quantity == 0 {
+            return Outcome::unchanged(decision);
+        }
+        if quantity > self.limit {
+            decision.blocked = true;
+            decision.retry_after = RetryAfter::Never;
+            return Outcome::unchanged(decision);
+        }
+        // At most `limit - q` entries may stay in the window: the one just
+        // older than those must have left it.
+        let may_stay = usize::try_from(self.limit - quantity).unwrap_or(usize::MAX);
+        if n > may_stay {
+            let decisive = log.get(n - 1 - may_stay);
+            let wait = self.until_out(now, decisive);
+            if wait > Micros::ZERO {
+                decision.blocked = true;
+                decision.retry_after = RetryAfter::After(wait);
+                return Outcome::unchanged(decision);
+            }
+        }
+        // Logged no earlier than the newest entry, so the log stays ordered
+        // even when the clock steps back.
+        let at = Instant::from_micros(newest.map_or(now.as_micros(), |t| t.max(now.as_micros())));
+        let reset = self.until_out(now, at.as_micros());
+        Outcome {
+            decision: Decision {
+                remaining: self.limit - (in_window.min(self.limit - quantity) + quantity),
+                reset,
+                ..decision
+            },
+            update: Some(Update {
+                change: Append {
+                    at,
+                    count: quantity,
+                    keep: self.limit,
+                },
+                expires_at: now.saturating_add(reset),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packed(instants: &[u64]) -> Vec<u8> {
+        instants.iter().flat_map(|t| t.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn view_reads_a_ring_from_its_oldest_slot() {
+        let bytes = packed(&[40, 50, 10, 20, 30]);
+        let view = LogView::new(&bytes, 2).unwrap();
+        assert_eq!(
+            (0..5).map(|i| view.get(i)).collect::<Vec<_>>(),
+            vec![10, 20, 30, 40, 50]
+        );
+        assert_eq!(view.count_later_than(20), 3);
+        assert_eq!(view.count_later_than(0), 5);
+        assert_eq!(view.count_later_than(50), 0);
+    }
+
+    #[test]
+    fn view_rejects_bad_shapes() {
+        assert!(LogView::new(&[0u8; 7], 0).is_none());
+        assert!(LogView::new(&packed(&[1, 2]), 2).is_none());
+        assert!(LogView::new(&packed(&[2, 1]), 0).is_none());
+        assert!(LogView::new(&packed(&[2, 1]), 1).is_some());
+        assert!(LogView::new(&[], 0).is_some());
+        assert!(LogView::new(&[], 1).is_none());
+    }
+}

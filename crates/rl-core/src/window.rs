@@ -1,0 +1,43 @@
+//! Windows aligned to the Unix epoch: `[k*W, (k+1)*W)`, shared by the fixed
+//! window and the sliding counter.
+
+use crate::bounds::MAX_PERIOD_MICROS;
+use crate::error::{in_range, ParamError};
+use crate::time::{Instant, Micros};
+
+/// The largest window index that can be stored (56 bits).
+pub const MAX_WINDOW_INDEX: u64 = (1 << 56) - 1;
+
+/// A validated window length in microseconds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Window(u64);
+
+impl Window {
+    pub(crate) fn new(micros: u64) -> Result<Window, ParamError> {
+        in_range("window", micros, 1, MAX_PERIOD_MICROS).map(Window)
+    }
+
+    pub(crate) fn micros(self) -> u128 {
+        u128::from(self.0)
+    }
+
+    /// The index of the window holding `now`.
+    pub(crate) fn index(self, now: Instant) -> u64 {
+        now.as_micros() / self.0
+    }
+
+    /// Where window `index` starts, in microseconds (may exceed u64).
+    pub(crate) fn start(self, index: u64) -> u128 {
+        u128::from(index) * self.micros()
+    }
+
+    /// Time from `now` until `at` (zero if `at` has passed).
+    pub(crate) fn until(now: Instant, at: u128) -> Micros {
+        Micros(at.saturating_sub(u128::from(now.as_micros())))
+    }
+
+    /// An instant in microseconds as an [`Instant`], saturating.
+    pub(crate) fn instant(at: u128) -> Instant {
+        Instant::from_micros(u64::try_from(at).unwrap_or(u64::MAX))
+    }
+}

@@ -1,0 +1,116 @@
+//! Table-driven cases for the window family at window edges:
+//! (instant, quantity) -> the exact reply.
+
+mod common;
+
+use common::{Driver, MS, SEC};
+use rl_core::{FixedWindow, RetryAfter, SlidingCounter, SlidingLog, TimeUnit::*};
+
+/// A window boundary for every window length used here.
+const T0: u64 = 1_763_700_000 * SEC;
+
+#[test]
+fn fixed_window_edges() {
+    let mut d = Driver::new(FixedWindow::new(3, 10 * SEC).unwrap());
+    assert_eq!(d.reply(T0, 0, Seconds), [0, 3, 3, -1, 0]);
+    assert_eq!(d.reply(T0, 1, Seconds), [0, 3, 2, -1, 10]);
+    assert_eq!(d.reply(T0 + 3 * SEC, 2, Seconds), [0, 3, 0, -1, 7]);
+    assert_eq!(d.reply(T0 + 3 * SEC, 1, Seconds), [1, 3, 0, 7, 7]);
+    // The last microsecond of the window, then the first of the next.
+    assert_eq!(d.reply(T0 + 10 * SEC - 1, 1, Millis), [1, 3, 0, 1, 1]);
+    assert_eq!(d.reply(T0 + 10 * SEC, 1, Seconds), [0, 3, 2, -1, 10]);
+    // A gap of several windows starts afresh.
+    assert_eq!(d.reply(T0 + 55 * SEC, 1, Seconds), [0, 3, 2, -1, 5]);
+    // More than the limit never fits.
+    let out = d.peek(T0 + 55 * SEC, 4);
+    assert_eq!(out.retry_after, RetryAfter::Never);
+    assert_eq!(out.to_reply(Seconds), [1, 3, 2, -1, 5]);
+    // The clock steps back into an earlier window: the stored one holds.
+    assert_eq!(d.reply(T0 + 45 * SEC, 2, Seconds), [0, 3, 0, -1, 15]);
+    assert_eq!(d.reply(T0 + 45 * SEC, 1, Seconds), [1, 3, 0, 15, 15]);
+}
+
+#[test]
+fn fixed_window_in_milliseconds() {
+    let mut d = Driver::new(FixedWindow::new(2, 250 * MS).unwrap());
+    assert_eq!(d.reply(T0 + 100 * MS, 2, Millis), [0, 2, 0, -1, 150]);
+    assert_eq!(d.reply(T0 + 100 * MS + 1, 1, Millis), [1, 2, 0, 150, 150]);
+    assert_eq!(d.reply(T0 + 250 * MS, 1, Millis), [0, 2, 1, -1, 250]);
+}
+
+#[test]
+fn sliding_log_edges() {
+    let mut d = Driver::new(SlidingLog::new(3, 10 * SEC).unwrap());
+    assert_eq!(d.reply(T0, 1, Seconds), [0, 3, 2, -1, 10]);
+    assert_eq!(d.reply(T0 + 2 * SEC, 1, Seconds), [0, 3, 1, -1, 10]);
+    assert_eq!(d.reply(T0 + 4 * SEC, 1, Seconds), [0, 3, 0, -1, 10]);
+    // Full: the oldest entry (T0) leaves at T0 + 10 s.
+    assert_eq!(d.reply(T0 + 5 * SEC, 1, Seconds), [1, 3, 0, 5, 9]);
+    // Two units need the two oldest gone: T0 + 2 s leaves at T0 + 12 s.
+    assert_eq!(d.reply(T0 + 5 * SEC, 2, Seconds), [1, 3, 0, 7, 9]);
+    assert_eq!(d.reply(T0 + 10 * SEC - 1, 1, Millis), [1, 3, 0, 1, 4001]);
+    // Exactly W after an entry, that entry is out of (now - W, now].
+    assert_eq!(d.reply(T0 + 10 * SEC, 1, Seconds), [0, 3, 0, -1, 10]);
+    assert_eq!(d.state.len(), 3 * 8, "never more than limit entries");
+    // Two units at one instant are two entries.
+    assert_eq!(d.reply(T0 + 30 * SEC, 2, Seconds), [0, 3, 1, -1, 10]);
+    assert_eq!(d.reply(T0 + 30 * SEC, 2, Seconds), [1, 3, 1, 10, 10]);
+    assert_eq!(d.reply(T0 + 35 * SEC, 0, Seconds), [0, 3, 1, -1, 5]);
+    // A gap of several windows: everything has left.
+    assert_eq!(d.reply(T0 + 100 * SEC, 0, Seconds), [0, 3, 3, -1, 0]);
+    assert_eq!(d.peek(T0, 4).retry_after, RetryAfter::Never);
+}
+
+#[test]
+fn sliding_log_clock_stepping_back() {
+    let mut d = Driver::new(SlidingLog::new(2, 10 * SEC).unwrap());
+    assert_eq!(d.reply(T0 + 20 * SEC, 1, Seconds), [0, 2, 1, -1, 10]);
+    // Back by 15 s: the entry "from the future" still counts, and the new
+    // one is logged no earlier than it.
+    assert_eq!(d.reply(T0 + 5 * SEC, 1, Seconds), [0, 2, 0, -1, 25]);
+    assert_eq!(d.reply(T0 + 5 * SEC, 1, Seconds), [1, 2, 0, 25, 25]);
+}
+
+#[test]
+fn sliding_counter_edges() {
+    let mut d = Driver::new(SlidingCounter::new(10, 10 * SEC).unwrap());
+    assert_eq!(d.reply(T0 + 5 * SEC, 4, Seconds), [0, 10, 6, -1, 15]);
+    assert_eq!(d.reply(T0 + 9 * SEC, 6, Seconds), [0, 10, 0, -1, 11]);
+    // Full: only in the next window, once 10 * (W - e) + W <= 10 W, e >= 1 s.
+    assert_eq!(d.reply(T0 + 9 * SEC, 1, Seconds), [1, 10, 0, 2, 11]);
+    // At e = 2 s the previous window weighs 8.
+    assert_eq!(d.reply(T0 + 12 * SEC, 2, Seconds), [0, 10, 0, -1, 18]);
+    // Within this window, as the weight decays: 10 * (W - e) <= 7 W, e >= 3 s.
+    assert_eq!(d.reply(T0 + 12 * SEC, 1, Seconds), [1, 10, 0, 1, 18]);
+    assert_eq!(d.reply(T0 + 13 * SEC - 1, 1, Seconds), [1, 10, 0, 1, 18]);
+    assert!(!d.peek(T0 + 13 * SEC, 1).blocked);
+    // Last microsecond of the window, first of the next.
+    assert_eq!(d.reply(T0 + 20 * SEC - 1, 0, Millis), [0, 10, 7, -1, 10_001]);
+    assert_eq!(d.reply(T0 + 20 * SEC, 0, Seconds), [0, 10, 8, -1, 10]);
+    // A gap of several windows: fully rested.
+    assert_eq!(d.reply(T0 + 50 * SEC, 0, Seconds), [0, 10, 10, -1, 0]);
+    assert_eq!(d.peek(T0, 11).retry_after, RetryAfter::Never);
+}
+
+#[test]
+fn sliding_counter_may_wait_for_the_window_after_next() {
+    // limit 2, previous window full: a request of 2 fits only when the
+    // previous window has fully decayed, at the start of the next one.
+    let mut d = Driver::new(SlidingCounter::new(2, 10 * SEC).unwrap());
+    assert_eq!(d.reply(T0 + 9 * SEC, 2, Seconds), [0, 2, 0, -1, 11]);
+    assert_eq!(d.reply(T0 + 9 * SEC, 2, Seconds), [1, 2, 0, 11, 11]);
+    assert_eq!(d.reply(T0 + 20 * SEC - 1, 2, Seconds), [1, 2, 1, 1, 1]);
+    assert_eq!(d.reply(T0 + 20 * SEC, 2, Seconds), [0, 2, 0, -1, 20]);
+}
+
+#[test]
+fn window_parameter_ranges() {
+    assert!(FixedWindow::new(0, 1).is_err());
+    assert!(FixedWindow::new(1, 0).is_err());
+    assert!(SlidingCounter::new(1_000_000_001, 1).is_err());
+    assert!(SlidingLog::new(1, 1_000_000_000_000_001).is_err());
+    assert_eq!(
+        SlidingLog::new(0, 1).unwrap_err().to_string(),
+        "limit must be an integer from 1 to 1000000000"
+    );
+}
