@@ -12,6 +12,8 @@ pub struct Positional {
     pub min: u64,
     /// The upper bound; for a duration, in microseconds.
     pub max: u64,
+    /// A lower upper bound set at run time (a module setting).
+    pub cap: Option<fn() -> u64>,
     /// A duration in the command's unit (seconds, or milliseconds with `MS`).
     pub is_duration: bool,
 }
@@ -115,7 +117,8 @@ pub fn parse(command: &'static str, spec: &[Positional], args: &[&[u8]]) -> Resu
             let max = p.max.min(MAX_PERIOD_MICROS) / per_unit;
             parse_in_range(bytes, p.name, p.min, max)? * per_unit
         } else {
-            parse_in_range(bytes, p.name, p.min, p.max)?
+            let max = p.cap.map_or(p.max, |cap| cap().min(p.max));
+            parse_in_range(bytes, p.name, p.min, max)?
         };
         request.numbers.push(value);
     }
@@ -163,12 +166,14 @@ mod tests {
             name: "limit",
             min: 1,
             max: MAX_LIMIT,
+            cap: None,
             is_duration: false,
         },
         Positional {
             name: "window",
             min: 1,
             max: MAX_PERIOD_MICROS,
+            cap: None,
             is_duration: true,
         },
     ];
@@ -193,6 +198,27 @@ mod tests {
         let r = p(&["10", "60", "MS", "PEEK", "ms"]).unwrap();
         assert_eq!((r.quantity, r.unit, r.peek), (1, TimeUnit::Millis, true));
         assert_eq!(p(&["10", "60", "0"]).unwrap().quantity, 0);
+    }
+
+    #[test]
+    fn a_run_time_cap_lowers_the_bound() {
+        const CAPPED: [Positional; 1] = [Positional {
+            name: "limit",
+            min: 1,
+            max: MAX_LIMIT,
+            cap: Some(|| 100),
+            is_duration: false,
+        }];
+        let parse_limit = |v: &str| parse("rl.sliding_log", &CAPPED, &[v.as_bytes()]);
+        assert_eq!(parse_limit("100").unwrap().numbers, vec![100]);
+        assert_eq!(
+            parse_limit("101"),
+            Err(CommandError::BadNumber {
+                name: "limit",
+                min: 1,
+                max: 100
+            })
+        );
     }
 
     #[test]

@@ -5,12 +5,15 @@
 
 use crate::args::{self, Positional};
 use crate::clock;
+use crate::config;
 use crate::error::{printable, CommandError};
 use crate::storage::store::{Content, Store};
-use crate::storage::{Codec, GcraCodec, TokenBucketCodec};
+use crate::storage::{
+    Codec, FixedWindowCodec, GcraCodec, SlidingCounterCodec, SlidingLogCodec, TokenBucketCodec,
+};
 use redis_module::{Context, RedisString};
 use rl_core::bounds::{MAX_BURST, MAX_LIMIT, MAX_PERIOD_MICROS};
-use rl_core::{Gcra, Limiter, ParamError, TokenBucket};
+use rl_core::{FixedWindow, Gcra, Limiter, ParamError, SlidingCounter, SlidingLog, TokenBucket};
 
 /// A command: its name, positional arguments, and how they build a limiter.
 pub struct Command<L> {
@@ -24,6 +27,7 @@ const fn number(name: &'static str, min: u64, max: u64) -> Positional {
         name,
         min,
         max,
+        cap: None,
         is_duration: false,
     }
 }
@@ -33,6 +37,7 @@ const fn duration(name: &'static str) -> Positional {
         name,
         min: 1,
         max: MAX_PERIOD_MICROS,
+        cap: None,
         is_duration: true,
     }
 }
@@ -57,12 +62,37 @@ pub const TOKEN_BUCKET: Command<TokenBucket> = Command {
     build: |n| TokenBucket::new(n[0], n[1], n[2]),
 };
 
+pub const FIXED: Command<FixedWindow> = Command {
+    name: "rl.fixed",
+    positional: &[number("limit", 1, MAX_LIMIT), duration("window")],
+    build: |n| FixedWindow::new(n[0], n[1]),
+};
+
+pub const SLIDING_LOG: Command<SlidingLog> = Command {
+    name: "rl.sliding_log",
+    positional: &[
+        Positional {
+            // Memory grows with the limit: capped by a module setting.
+            cap: Some(config::sliding_log_max_limit),
+            ..number("limit", 1, MAX_LIMIT)
+        },
+        duration("window"),
+    ],
+    build: |n| SlidingLog::new(n[0], n[1]),
+};
+
+pub const SLIDING_COUNTER: Command<SlidingCounter> = Command {
+    name: "rl.sliding_counter",
+    positional: &[number("limit", 1, MAX_LIMIT), duration("window")],
+    build: |n| SlidingCounter::new(n[0], n[1]),
+};
+
 /// Run `command` on `args` (`args[0]` is the command name, `args[1]` the key).
-pub fn run<L, C>(command: &Command<L>, ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError>
-where
-    L: Limiter,
-    C: Codec<State = L::State>,
-{
+pub fn run<C: Codec>(
+    command: &Command<C::Limiter>,
+    ctx: &Context,
+    args: &[RedisString],
+) -> Result<[i64; 5], CommandError> {
     let [_, key_name, rest @ ..] = args else {
         return Err(CommandError::WrongArity {
             command: command.name,
@@ -75,28 +105,50 @@ where
     let now = clock::now();
     // SAFETY: the context and the key argument belong to the running command.
     let mut store = unsafe { Store::open(ctx.ctx, key_name.inner, C::ACCESS)? };
-    let state = match store.read()? {
-        Content::Empty => None,
-        Content::String(bytes) => Some(C::decode(bytes).map_err(|problem| CommandError::CorruptState {
-            key: printable(store.name_bytes()),
-            algorithm: C::ALGORITHM,
-            problem,
-        })?),
-        Content::Other => return Err(CommandError::WrongType),
+    let (decision, write) = {
+        let state = match store.read()? {
+            Content::Empty => None,
+            Content::String(bytes) => {
+                Some(C::decode(bytes).map_err(|problem| CommandError::CorruptState {
+                    key: printable(key_name.as_slice()),
+                    algorithm: C::ALGORITHM,
+                    problem,
+                })?)
+            }
+            Content::Other => return Err(CommandError::WrongType),
+        };
+        let outcome = limiter.check(state.as_ref(), now, request.quantity);
+        let write = match outcome.update {
+            Some(update) if !request.peek => Some((
+                C::plan(state.as_ref(), &update.change),
+                update.expires_at.ceil_millis(),
+            )),
+            _ => None,
+        };
+        (outcome.decision, write)
     };
-    let outcome = limiter.check(state.as_ref(), now, request.quantity);
-    if let Some(update) = outcome.update {
-        if !request.peek {
-            C::store(&mut store, &update.state, update.expires_at.ceil_millis())?;
-        }
+    if let Some((plan, expire_at_ms)) = write {
+        C::write(&mut store, plan, expire_at_ms)?;
     }
-    Ok(outcome.decision.to_reply(request.unit))
+    Ok(decision.to_reply(request.unit))
 }
 
 pub fn gcra(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError> {
-    run::<_, GcraCodec>(&GCRA, ctx, args)
+    run::<GcraCodec>(&GCRA, ctx, args)
 }
 
 pub fn token_bucket(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError> {
-    run::<_, TokenBucketCodec>(&TOKEN_BUCKET, ctx, args)
+    run::<TokenBucketCodec>(&TOKEN_BUCKET, ctx, args)
+}
+
+pub fn fixed(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError> {
+    run::<FixedWindowCodec>(&FIXED, ctx, args)
+}
+
+pub fn sliding_log(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError> {
+    run::<SlidingLogCodec>(&SLIDING_LOG, ctx, args)
+}
+
+pub fn sliding_counter(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError> {
+    run::<SlidingCounterCodec>(&SLIDING_COUNTER, ctx, args)
 }

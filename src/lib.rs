@@ -5,10 +5,12 @@
 mod args;
 mod clock;
 mod commands;
+mod config;
 mod error;
 mod reply;
 mod storage;
 
+use redis_module::configuration::ConfigurationFlags;
 use redis_module::{redis_module, Context, RedisResult, RedisString};
 
 fn rl_gcra(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
@@ -17,6 +19,18 @@ fn rl_gcra(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
 fn rl_token_bucket(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     reply::guarded(|| commands::token_bucket(ctx, &args))
+}
+
+fn rl_fixed(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    reply::guarded(|| commands::fixed(ctx, &args))
+}
+
+fn rl_sliding_log(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    reply::guarded(|| commands::sliding_log(ctx, &args))
+}
+
+fn rl_sliding_counter(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    reply::guarded(|| commands::sliding_counter(ctx, &args))
 }
 
 // Inside Redis every allocation goes through Redis's allocator, so that
@@ -39,5 +53,25 @@ redis_module! {
     commands: [
         ["rl.gcra", rl_gcra, "write deny-oom fast", 1, 1, 1, AclCategory::None],
         ["rl.token_bucket", rl_token_bucket, "write deny-oom fast", 1, 1, 1, AclCategory::None],
+        ["rl.fixed", rl_fixed, "write deny-oom fast", 1, 1, 1, AclCategory::None],
+        ["rl.sliding_log", rl_sliding_log, "write deny-oom fast", 1, 1, 1, AclCategory::None],
+        ["rl.sliding_counter", rl_sliding_counter, "write deny-oom fast", 1, 1, 1, AclCategory::None],
     ],
+    configurations: [
+        i64: [
+            [
+                "sliding_log_max_limit",
+                &config::SLIDING_LOG_MAX_LIMIT,
+                config::SLIDING_LOG_MAX_LIMIT_DEFAULT,
+                1,
+                config::SLIDING_LOG_MAX_LIMIT_MAX,
+                ConfigurationFlags::DEFAULT,
+                None
+            ],
+        ],
+        string: [],
+        bool: [],
+        enum: [],
+        module_args_as_configuration: true,
+    ]
 }

@@ -345,7 +345,7 @@ fn wrong_type_and_corrupt_state_are_errors_that_change_nothing() {
         }
     }
     let gcra_problem = "does not hold a valid RL.GCRA state: expected a decimal theoretical arrival time";
-    let tb_problem = "does not hold a valid RL.TOKEN_BUCKET state: expected 28 bytes";
+    let tb_problem = "does not hold a valid RL.TOKEN_BUCKET state: expected 28 bytes starting with 'T'";
     for (value, command, problem) in [
         (&b"foo"[..], "RL.GCRA", gcra_problem),
         (b"", "RL.GCRA", gcra_problem),
@@ -363,7 +363,7 @@ fn wrong_type_and_corrupt_state_are_errors_that_change_nothing() {
         (b"foo", "RL.TOKEN_BUCKET", tb_problem),
         (b"1508036344541183520", "RL.TOKEN_BUCKET", tb_problem),
         (
-            &[0u8; 28],
+            b"T\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
             "RL.TOKEN_BUCKET",
             "does not hold a valid RL.TOKEN_BUCKET state: token level or refill unit out of range",
         ),

@@ -8,16 +8,17 @@
 //! stored exactly as the fraction `units/per_micro`.
 
 use super::store::Access;
-use super::{parse_decimal, push_decimal, Codec, Encoded};
-use rl_core::Tat;
+use super::{parse_decimal, push_decimal, Encoded, ValueCodec};
+use rl_core::{Gcra, Tat};
 
 pub struct GcraCodec;
 
 /// Ticks per microsecond of the plain form.
 const TICKS_PER_MICRO: u64 = 840;
 
-impl Codec for GcraCodec {
-    type State = Tat;
+impl ValueCodec for GcraCodec {
+    type Value = Tat;
+    type Limiter = Gcra;
     const ALGORITHM: &'static str = "RL.GCRA";
     // Through GET/SET so that Redis keeps the TAT integer-encoded: 56 bytes
     // per limiter instead of 88.

@@ -1,25 +1,87 @@
 //! One codec per algorithm between its core state and a native Redis value.
 
+mod fixed_window;
 mod gcra;
+mod sliding_counter;
+mod sliding_log;
 pub mod store;
 mod token_bucket;
 
+pub use fixed_window::FixedWindowCodec;
 pub use gcra::GcraCodec;
+pub use sliding_counter::SlidingCounterCodec;
+pub use sliding_log::SlidingLogCodec;
 pub use token_bucket::TokenBucketCodec;
 
 use crate::error::CommandError;
+use rl_core::Limiter;
 use store::{Access, Store};
+
+/// The state of `C`'s limiter as read.
+pub type StateOf<'a, C> = <<C as Codec>::Limiter as Limiter>::State<'a>;
+/// The change `C`'s limiter asks to store.
+pub type ChangeOf<C> = <<C as Codec>::Limiter as Limiter>::Change;
+
+/// How one algorithm's state lives in Redis.
+pub trait Codec {
+    type Limiter: Limiter;
+    /// What to write, computed from the old state and the change while the
+    /// stored bytes are still borrowed.
+    type Plan;
+    /// The algorithm's name in error messages.
+    const ALGORITHM: &'static str;
+    /// How its values are read and written.
+    const ACCESS: Access = Access::Direct;
+
+    /// Parse a stored string value. Stored bytes are untrusted input.
+    fn decode(bytes: &[u8]) -> Result<StateOf<'_, Self>, &'static str>;
+
+    fn plan(state: Option<&StateOf<'_, Self>>, change: &ChangeOf<Self>) -> Self::Plan;
+
+    /// Apply the plan with its absolute expiry, and replicate the effect.
+    fn write(store: &mut Store, plan: Self::Plan, expire_at_ms: u64) -> Result<(), CommandError>;
+}
+
+/// A codec that stores the whole state as one small value.
+pub trait ValueCodec {
+    type Value;
+    type Limiter: for<'a> Limiter<State<'a> = Self::Value, Change = Self::Value>;
+    const ALGORITHM: &'static str;
+    const ACCESS: Access = Access::Direct;
+
+    fn decode(bytes: &[u8]) -> Result<Self::Value, &'static str>;
+    fn encode(value: &Self::Value) -> Encoded;
+}
+
+impl<T: ValueCodec> Codec for T {
+    type Limiter = T::Limiter;
+    type Plan = Encoded;
+    const ALGORITHM: &'static str = T::ALGORITHM;
+    const ACCESS: Access = T::ACCESS;
+
+    fn decode(bytes: &[u8]) -> Result<T::Value, &'static str> {
+        <T as ValueCodec>::decode(bytes)
+    }
+
+    fn plan(_: Option<&T::Value>, change: &T::Value) -> Encoded {
+        T::encode(change)
+    }
+
+    fn write(store: &mut Store, plan: Encoded, expire_at_ms: u64) -> Result<(), CommandError> {
+        store.write(plan.as_slice(), expire_at_ms)
+    }
+}
 
 /// A small inline buffer for an encoded state (no allocation per call).
 pub struct Encoded {
-    bytes: [u8; 48],
+    bytes: [u8; 64],
     len: usize,
 }
 
 impl Encoded {
     pub fn new() -> Self {
         Encoded {
-            bytes: [0; 48],
+            bytes: [0; 64],
             len: 0,
         }
     }
@@ -29,6 +91,11 @@ impl Encoded {
         let n = end - self.len;
         self.bytes[self.len..end].copy_from_slice(&data[..n]);
         self.len = end;
+    }
+
+    /// Append the low `width` bytes of `v`, little-endian.
+    pub fn push_le(&mut self, v: u128, width: usize) {
+        self.push(&v.to_le_bytes()[..width]);
     }
 
     pub fn as_slice(&self) -> &[u8] {
@@ -42,23 +109,30 @@ impl Default for Encoded {
     }
 }
 
-/// How one algorithm's state lives in Redis.
-pub trait Codec {
-    type State;
-    /// The algorithm's name in error messages.
-    const ALGORITHM: &'static str;
-    /// How its values are read and written.
-    const ACCESS: Access = Access::Direct;
+/// Reads fixed-width little-endian fields from a binary value.
+pub(crate) struct Fields<'a>(&'a [u8]);
 
-    /// Parse a stored string value. Stored bytes are untrusted input.
-    fn decode(bytes: &[u8]) -> Result<Self::State, &'static str>;
+impl<'a> Fields<'a> {
+    /// The value after its one-byte `tag`, if it has that tag and exactly
+    /// `len` bytes in all.
+    pub(crate) fn tagged(bytes: &'a [u8], tag: u8, len: usize) -> Option<Fields<'a>> {
+        match bytes {
+            [first, rest @ ..] if *first == tag && bytes.len() == len => Some(Fields(rest)),
+            _ => None,
+        }
+    }
 
-    /// Serialize a state as a string value.
-    fn encode(state: &Self::State) -> Encoded;
+    /// The next `width` (<= 16) bytes as an unsigned integer.
+    pub(crate) fn take(&mut self, width: usize) -> u128 {
+        let (head, rest) = self.0.split_at(width.min(self.0.len()));
+        self.0 = rest;
+        let mut raw = [0u8; 16];
+        raw[..head.len()].copy_from_slice(head);
+        u128::from_le_bytes(raw)
+    }
 
-    /// Write the new state with its absolute expiry, and replicate the effect.
-    fn store(store: &mut Store, state: &Self::State, expire_at_ms: u64) -> Result<(), CommandError> {
-        store.write(Self::encode(state).as_slice(), expire_at_ms)
+    pub(crate) fn take_u64(&mut self, width: usize) -> u64 {
+        u64::try_from(self.take(width.min(8))).unwrap_or(u64::MAX)
     }
 }
 
@@ -105,5 +179,19 @@ mod tests {
         assert_eq!(parse_decimal(b"12a"), None);
         assert_eq!(parse_decimal(b"-1"), None);
         assert_eq!(parse_decimal(b"340282366920938463463374607431768211456"), None);
+    }
+
+    #[test]
+    fn fields_read_tagged_little_endian_values() {
+        let mut e = Encoded::new();
+        e.push(b"X");
+        e.push_le(0x0001_0203_0405_0607, 7);
+        e.push_le(42, 4);
+        let mut f = Fields::tagged(e.as_slice(), b'X', 12).unwrap();
+        assert_eq!(f.take_u64(7), 0x0001_0203_0405_0607);
+        assert_eq!(f.take_u64(4), 42);
+        assert!(Fields::tagged(e.as_slice(), b'Y', 12).is_none());
+        assert!(Fields::tagged(e.as_slice(), b'X', 13).is_none());
+        assert!(Fields::tagged(b"", b'X', 0).is_none());
     }
 }

@@ -167,22 +167,6 @@ impl Store {
         }
     }
 
-    /// The key name's bytes (for error messages).
-    pub fn name_bytes(&self) -> &[u8] {
-        // SAFETY: `name` is a live argument string of the running command.
-        unsafe {
-            let Some(ptr_len) = raw::RedisModule_StringPtrLen else {
-                return &[];
-            };
-            let mut len = 0usize;
-            let ptr = ptr_len(self.name, &mut len);
-            if ptr.is_null() {
-                return &[];
-            }
-            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
-        }
-    }
-
     /// Replace the value with `value`, expiring at `expire_at_ms` (absolute
     /// Unix milliseconds), and replicate exactly that effect.
     pub fn write(&mut self, value: &[u8], expire_at_ms: u64) -> Result<(), CommandError> {
@@ -214,18 +198,7 @@ impl Store {
                     detail: "the server refused the write",
                 });
             }
-            let status = if let Some(set_abs) = raw::RedisModule_SetAbsExpire {
-                set_abs(key.as_ptr(), expire_at_ms)
-            } else {
-                let set_rel = raw::RedisModule_SetExpire.ok_or(MISSING_API)?;
-                let now = c_longlong::try_from(crate::clock::now_millis()).unwrap_or(0);
-                set_rel(key.as_ptr(), expire_at_ms.saturating_sub(now).max(1))
-            };
-            if status != raw::REDISMODULE_OK as c_int {
-                return Err(CommandError::Storage {
-                    detail: "could not set the expiry",
-                });
-            }
+            Self::set_abs_expire(key, expire_at_ms)?;
             let replicate = raw::RedisModule_Replicate.ok_or(MISSING_API)?;
             let status = self.send_set(replicate, c"sbcl", value, expire_at_ms);
             if status != raw::REDISMODULE_OK as c_int {
@@ -257,6 +230,125 @@ impl Store {
 }
 
 impl Store {
+    /// Grow the value to `new_len` bytes (zero-filled) if shorter, overwrite
+    /// the `patches` (offset, bytes) in place, set the absolute expiry, and
+    /// replicate exactly that: one `SETRANGE` per patch and a `PEXPIREAT`.
+    /// With `compact`, the value is then reallocated at its exact size (a
+    /// string grown in steps keeps spare capacity otherwise).
+    pub fn patch(
+        &mut self,
+        new_len: usize,
+        patches: &[(usize, Vec<u8>)],
+        compact: bool,
+        expire_at_ms: u64,
+    ) -> Result<(), CommandError> {
+        let Some(key) = self.key else {
+            return Err(CommandError::Storage {
+                detail: "in-place writes need the key open",
+            });
+        };
+        let expire_at_ms = c_longlong::try_from(expire_at_ms).unwrap_or(c_longlong::MAX);
+        // SAFETY: the key is open for writing and holds a string (or nothing);
+        // DMA in write mode returns `len` writable bytes valid until the next
+        // key operation; every patch is bounds-checked against `len`.
+        unsafe {
+            let value_len = raw::RedisModule_ValueLength.ok_or(MISSING_API)?(key.as_ptr());
+            if new_len > value_len {
+                let truncate = raw::RedisModule_StringTruncate.ok_or(MISSING_API)?;
+                if truncate(key.as_ptr(), new_len) != raw::REDISMODULE_OK as c_int {
+                    return Err(CommandError::Storage {
+                        detail: "could not grow the value",
+                    });
+                }
+            }
+            let dma = raw::RedisModule_StringDMA.ok_or(MISSING_API)?;
+            let mut len = 0usize;
+            let ptr = dma(
+                key.as_ptr(),
+                &mut len,
+                (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int,
+            );
+            if ptr.is_null() {
+                return Err(CommandError::Storage {
+                    detail: "could not write the value",
+                });
+            }
+            let value = std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len);
+            for (offset, bytes) in patches {
+                let Some(target) = value.get_mut(*offset..offset + bytes.len()) else {
+                    return Err(CommandError::Storage {
+                        detail: "a write fell outside the value",
+                    });
+                };
+                target.copy_from_slice(bytes);
+            }
+            if compact {
+                // StringSet replaces the value (and drops the expiry, set below).
+                let copy = raw::RedisModule_CreateString.ok_or(MISSING_API)?(self.ctx, ptr, len);
+                let status = raw::RedisModule_StringSet.ok_or(MISSING_API)?(key.as_ptr(), copy);
+                raw::RedisModule_FreeString.ok_or(MISSING_API)?(self.ctx, copy);
+                if status != raw::REDISMODULE_OK as c_int {
+                    return Err(CommandError::Storage {
+                        detail: "the server refused the write",
+                    });
+                }
+            }
+            Self::set_abs_expire(key, expire_at_ms)?;
+            let replicate = raw::RedisModule_Replicate.ok_or(MISSING_API)?;
+            for (offset, bytes) in patches {
+                let offset = c_longlong::try_from(*offset).unwrap_or(c_longlong::MAX);
+                let status = replicate(
+                    self.ctx,
+                    c"SETRANGE".as_ptr(),
+                    c"slb".as_ptr(),
+                    self.name,
+                    offset,
+                    bytes.as_ptr().cast::<c_char>(),
+                    bytes.len(),
+                );
+                if status != raw::REDISMODULE_OK as c_int {
+                    return Err(CommandError::Storage {
+                        detail: "could not replicate the write",
+                    });
+                }
+            }
+            let status = replicate(
+                self.ctx,
+                c"PEXPIREAT".as_ptr(),
+                c"sl".as_ptr(),
+                self.name,
+                expire_at_ms,
+            );
+            if status != raw::REDISMODULE_OK as c_int {
+                return Err(CommandError::Storage {
+                    detail: "could not replicate the write",
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Set the key's absolute expiry (or, on a server without that API, the
+    /// equivalent relative one).
+    unsafe fn set_abs_expire(
+        key: NonNull<raw::RedisModuleKey>,
+        expire_at_ms: c_longlong,
+    ) -> Result<(), CommandError> {
+        let status = if let Some(set_abs) = raw::RedisModule_SetAbsExpire {
+            set_abs(key.as_ptr(), expire_at_ms)
+        } else {
+            let set_rel = raw::RedisModule_SetExpire.ok_or(MISSING_API)?;
+            let now = c_longlong::try_from(crate::clock::now_millis()).unwrap_or(0);
+            set_rel(key.as_ptr(), expire_at_ms.saturating_sub(now).max(1))
+        };
+        if status != raw::REDISMODULE_OK as c_int {
+            return Err(CommandError::Storage {
+                detail: "could not set the expiry",
+            });
+        }
+        Ok(())
+    }
+
     /// Call `RedisModule_Replicate` or `RedisModule_Call` (`send`) with
     /// `SET key value PXAT expire_at_ms`; `fmt` is `sbcl` plus call flags.
     ///

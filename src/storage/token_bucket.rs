@@ -1,38 +1,36 @@
-//! Token-bucket state as a 28-byte string: updated_at (µs, u64 LE), grains
-//! per token (u64 LE), level in grains (96-bit LE). 28 bytes is the largest
-//! value that still fits Redis 7's smallest string allocation class for
-//! this size (88 bytes per limiter in `MEMORY USAGE`).
+//! Token-bucket state as a 28-byte string: the tag `T`, updated_at (µs,
+//! 8 bytes), grains per token (7 bytes), level in grains (12 bytes), all
+//! little-endian. 28 bytes keeps the value in Redis 7's 48-byte allocation
+//! class: at most 88 bytes per limiter in `MEMORY USAGE`.
 
-use super::{Codec, Encoded};
-use rl_core::{Instant, Tokens};
+use super::{Encoded, Fields, ValueCodec};
+use rl_core::{Instant, TokenBucket, Tokens};
 
 pub struct TokenBucketCodec;
 
+const TAG: u8 = b'T';
 const LEN: usize = 28;
 
-impl Codec for TokenBucketCodec {
-    type State = Tokens;
+impl ValueCodec for TokenBucketCodec {
+    type Value = Tokens;
+    type Limiter = TokenBucket;
     const ALGORITHM: &'static str = "RL.TOKEN_BUCKET";
 
     fn decode(bytes: &[u8]) -> Result<Tokens, &'static str> {
-        let bytes: &[u8; LEN] = bytes.try_into().map_err(|_| "expected 28 bytes")?;
-        let mut u64_at = [0u8; 8];
-        u64_at.copy_from_slice(&bytes[0..8]);
-        let updated_at = Instant::from_micros(u64::from_le_bytes(u64_at));
-        u64_at.copy_from_slice(&bytes[8..16]);
-        let grains_per_token = u64::from_le_bytes(u64_at);
-        let mut level = [0u8; 16];
-        level[..12].copy_from_slice(&bytes[16..28]);
-        let level = u128::from_le_bytes(level);
+        let mut f = Fields::tagged(bytes, TAG, LEN).ok_or("expected 28 bytes starting with 'T'")?;
+        let updated_at = Instant::from_micros(f.take_u64(8));
+        let grains_per_token = f.take_u64(7);
+        let level = f.take(12);
         Tokens::new(level, grains_per_token, updated_at).ok_or("token level or refill unit out of range")
     }
 
     fn encode(tokens: &Tokens) -> Encoded {
         let mut out = Encoded::new();
-        out.push(&tokens.updated_at().as_micros().to_le_bytes());
-        out.push(&tokens.grains_per_token().to_le_bytes());
-        // The level is at most 10^9 * 10^15 < 2^96.
-        out.push(&tokens.level().to_le_bytes()[..12]);
+        out.push(&[TAG]);
+        out.push_le(u128::from(tokens.updated_at().as_micros()), 8);
+        // At most 10^15 < 2^56, and the level at most 10^24 < 2^96.
+        out.push_le(u128::from(tokens.grains_per_token()), 7);
+        out.push_le(tokens.level(), 12);
         out
     }
 }
@@ -51,16 +49,21 @@ mod tests {
         .unwrap();
         let bytes = TokenBucketCodec::encode(&t);
         assert_eq!(bytes.as_slice().len(), 28);
+        assert_eq!(bytes.as_slice()[0], b'T');
         assert_eq!(TokenBucketCodec::decode(bytes.as_slice()), Ok(t));
     }
 
     #[test]
-    fn wrong_length_or_range_is_rejected() {
+    fn wrong_shape_or_range_is_rejected() {
         assert!(TokenBucketCodec::decode(b"").is_err());
-        assert!(TokenBucketCodec::decode(&[0u8; 27]).is_err());
-        assert!(TokenBucketCodec::decode(&[0u8; 29]).is_err());
-        // grains_per_token 0.
-        assert!(TokenBucketCodec::decode(&[0u8; 28]).is_err());
+        assert!(TokenBucketCodec::decode(&[b'T'; 27]).is_err());
+        assert!(TokenBucketCodec::decode(&[b'T'; 29]).is_err());
+        let mut zero = [0u8; 28];
+        zero[0] = b'T';
+        assert_eq!(
+            TokenBucketCodec::decode(&zero),
+            Err("token level or refill unit out of range")
+        );
         // A GCRA-style decimal of the same length is not a bucket.
         assert!(TokenBucketCodec::decode(b"1481508000000000000000000000").is_err());
     }

@@ -180,3 +180,34 @@ pub fn server_millis(con: &mut redis::Connection) -> i64 {
     let (secs, micros): (i64, i64) = cmd(&["TIME"]).query(con).expect("TIME");
     secs * 1000 + micros / 1000
 }
+
+/// The server's clock, in microseconds.
+pub fn server_micros(con: &mut redis::Connection) -> u64 {
+    let (secs, micros): (u64, u64) = cmd(&["TIME"]).query(con).expect("TIME");
+    secs * 1_000_000 + micros
+}
+
+/// A call bracketed by the server's clock: (reply, before µs, after µs). The
+/// command's own instant lies between the two.
+pub fn timed(con: &mut redis::Connection, args: &[&str]) -> ([i64; 5], u64, u64) {
+    let before = server_micros(con);
+    let reply = five(con, args);
+    let after = server_micros(con);
+    (reply, before, after)
+}
+
+/// `ceil((at - now) / unit)` for every `now` in `[before, after]`: the
+/// reply's time field must lie in this range.
+pub fn until(at_micros: u64, before: u64, after: u64, unit_micros: u64) -> std::ops::RangeInclusive<i64> {
+    let ceil = |now: u64| i64::try_from(at_micros.saturating_sub(now).div_ceil(unit_micros)).unwrap();
+    ceil(after)..=ceil(before)
+}
+
+/// An integer field of `INFO`.
+pub fn info_field(con: &mut redis::Connection, section: &str, field: &str) -> i64 {
+    let info: String = cmd(&["INFO", section]).query(con).expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in INFO {section}"))
+}

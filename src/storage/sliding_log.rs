@@ -1,0 +1,235 @@
+//! Sliding-log state as one string: the tag `L`, the ring slot of the oldest
+//! entry (u32), then the logged instants (µs, 8 bytes each), little-endian.
+//!
+//! The log grows by appending until it holds `limit` entries, then wraps
+//! around as a ring of exactly `limit` slots: 8 bytes per logged unit. An
+//! allowed request of `q` units rewrites only the `8*q` bytes it changes (and
+//! the 4-byte header when the ring turns), in place, and replicates exactly
+//! those bytes as `SETRANGE` commands plus a `PEXPIREAT`: replication traffic
+//! is O(q) whatever the limit.
+
+use super::store::Store;
+use super::{ChangeOf, Codec, StateOf};
+use crate::error::CommandError;
+use rl_core::sliding_log::ENTRY_BYTES;
+use rl_core::{Append, LogView, SlidingLog};
+
+pub struct SlidingLogCodec;
+
+const TAG: u8 = b'L';
+const HEADER: usize = 5;
+
+/// How an allowed request changes the stored log.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LogPlan {
+    /// Write this whole value (a new log, or one rebuilt after the limit
+    /// changed).
+    Replace(Vec<u8>),
+    /// Grow the value to `new_len` bytes and overwrite these byte ranges;
+    /// `compact` when the log just reached its full size.
+    Patch {
+        new_len: usize,
+        patches: Vec<(usize, Vec<u8>)>,
+        compact: bool,
+    },
+}
+
+fn header(oldest: usize) -> [u8; HEADER] {
+    let oldest = u32::try_from(oldest).unwrap_or(u32::MAX).to_le_bytes();
+    [TAG, oldest[0], oldest[1], oldest[2], oldest[3]]
+}
+
+fn entries(at: u64, count: usize) -> Vec<u8> {
+    at.to_le_bytes().repeat(count)
+}
+
+fn slot(i: usize) -> usize {
+    HEADER + i * ENTRY_BYTES
+}
+
+/// Every entry of `log` in order, then `count` more at `at`, keeping the
+/// newest `keep`: a linear log (oldest in slot 0).
+fn rebuild(log: Option<&LogView<'_>>, append: &Append, keep: usize) -> Vec<u8> {
+    let old = log.map_or(0, LogView::len);
+    let count = usize::try_from(append.count).unwrap_or(usize::MAX);
+    let total = old + count;
+    let skip = total.saturating_sub(keep);
+    let mut value = header(0).to_vec();
+    value.reserve(total.min(keep) * ENTRY_BYTES);
+    if let Some(log) = log {
+        for i in skip.min(old)..old {
+            value.extend_from_slice(&log.get(i).to_le_bytes());
+        }
+    }
+    value.extend(entries(append.at.as_micros(), count - skip.saturating_sub(old)));
+    value
+}
+
+impl Codec for SlidingLogCodec {
+    type Limiter = SlidingLog;
+    type Plan = LogPlan;
+    const ALGORITHM: &'static str = "RL.SLIDING_LOG";
+
+    fn decode(bytes: &[u8]) -> Result<LogView<'_>, &'static str> {
+        const SHAPE: &str = "expected 'L', a 4-byte ring position and 8-byte instants";
+        if bytes.len() < HEADER || bytes[0] != TAG || (bytes.len() - HEADER) % ENTRY_BYTES != 0 {
+            return Err(SHAPE);
+        }
+        let mut oldest = [0u8; 4];
+        oldest.copy_from_slice(&bytes[1..HEADER]);
+        let oldest = usize::try_from(u32::from_le_bytes(oldest)).map_err(|_| SHAPE)?;
+        LogView::new(&bytes[HEADER..], oldest).ok_or("ring position or order of instants out of range")
+    }
+
+    fn plan(state: Option<&StateOf<'_, Self>>, append: &ChangeOf<Self>) -> LogPlan {
+        let keep = usize::try_from(append.keep).unwrap_or(usize::MAX);
+        let q = usize::try_from(append.count).unwrap_or(usize::MAX);
+        let at = append.at.as_micros();
+        let Some(log) = state else {
+            return LogPlan::Replace(rebuild(None, append, keep));
+        };
+        let (n, oldest) = (log.len(), log.oldest_slot());
+        if n > keep || (n < keep && oldest != 0) || q > keep {
+            // The limit changed since the log was written.
+            return LogPlan::Replace(rebuild(Some(log), append, keep));
+        }
+        let mut patches = Vec::with_capacity(3);
+        if n < keep {
+            // Still growing: append, and wrap to the front for the rest.
+            let grow = q.min(keep - n);
+            patches.push((slot(n), entries(at, grow)));
+            let rest = q - grow;
+            if rest > 0 {
+                patches.push((slot(0), entries(at, rest)));
+                patches.push((0, header(rest % keep).to_vec()));
+            }
+            return LogPlan::Patch {
+                new_len: slot(n + grow),
+                patches,
+                compact: n + grow == keep,
+            };
+        }
+        // A full ring: overwrite the q oldest slots.
+        let first = q.min(n - oldest);
+        patches.push((slot(oldest), entries(at, first)));
+        if q > first {
+            patches.push((slot(0), entries(at, q - first)));
+        }
+        patches.push((0, header((oldest + q) % n).to_vec()));
+        LogPlan::Patch {
+            new_len: slot(n),
+            patches,
+            compact: false,
+        }
+    }
+
+    fn write(store: &mut Store, plan: LogPlan, expire_at_ms: u64) -> Result<(), CommandError> {
+        match plan {
+            LogPlan::Replace(value) => store.write(&value, expire_at_ms),
+            LogPlan::Patch {
+                new_len,
+                patches,
+                compact,
+            } => store.patch(new_len, &patches, compact, expire_at_ms),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rl_core::Instant;
+
+    fn append(at: u64, count: u64, keep: u64) -> Append {
+        Append {
+            at: Instant::from_micros(at),
+            count,
+            keep,
+        }
+    }
+
+    /// Apply a plan to a plain byte vector, as the store does in Redis.
+    fn apply(value: &mut Vec<u8>, plan: LogPlan) {
+        match plan {
+            LogPlan::Replace(v) => *value = v,
+            LogPlan::Patch { new_len, patches, .. } => {
+                value.resize(new_len.max(value.len()), 0);
+                for (offset, bytes) in patches {
+                    value[offset..offset + bytes.len()].copy_from_slice(&bytes);
+                }
+            }
+        }
+    }
+
+    fn instants(value: &[u8]) -> Vec<u64> {
+        let view = SlidingLogCodec::decode(value).unwrap();
+        (0..view.len()).map(|i| view.get(i)).collect()
+    }
+
+    fn step(value: &mut Vec<u8>, a: Append) {
+        let plan = if value.is_empty() {
+            SlidingLogCodec::plan(None, &a)
+        } else {
+            SlidingLogCodec::plan(Some(&SlidingLogCodec::decode(value).unwrap()), &a)
+        };
+        apply(value, plan);
+    }
+
+    #[test]
+    fn grows_then_wraps_as_a_ring() {
+        let mut v = Vec::new();
+        step(&mut v, append(10, 2, 4));
+        assert_eq!(instants(&v), vec![10, 10]);
+        step(&mut v, append(20, 1, 4));
+        assert_eq!(instants(&v), vec![10, 10, 20]);
+        // Fills the last slot and wraps to overwrite two of the oldest.
+        step(&mut v, append(30, 3, 4));
+        assert_eq!(instants(&v), vec![20, 30, 30, 30]);
+        assert_eq!(v.len(), HEADER + 4 * 8);
+        step(&mut v, append(40, 3, 4));
+        assert_eq!(instants(&v), vec![30, 40, 40, 40]);
+        step(&mut v, append(50, 4, 4));
+        assert_eq!(instants(&v), vec![50, 50, 50, 50]);
+    }
+
+    #[test]
+    fn a_patch_touches_only_the_changed_bytes() {
+        let mut v = Vec::new();
+        step(&mut v, append(1, 1000, 1000));
+        let log = SlidingLogCodec::decode(&v).unwrap();
+        let LogPlan::Patch { patches, compact, .. } = SlidingLogCodec::plan(Some(&log), &append(2, 3, 1000))
+        else {
+            panic!("expected a patch");
+        };
+        assert!(!compact);
+        let written: usize = patches.iter().map(|(_, b)| b.len()).sum();
+        assert_eq!(written, 3 * 8 + HEADER);
+    }
+
+    #[test]
+    fn a_changed_limit_rebuilds_keeping_the_newest() {
+        let mut v = Vec::new();
+        step(&mut v, append(1, 3, 5));
+        step(&mut v, append(2, 2, 5));
+        step(&mut v, append(3, 1, 5)); // ring turned: oldest no longer slot 0
+        step(&mut v, append(4, 1, 3)); // limit now 3
+        assert_eq!(instants(&v), vec![2, 3, 4]);
+        step(&mut v, append(5, 1, 10)); // limit now 10, ring not linear
+        assert_eq!(instants(&v), vec![2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn malformed_values_are_rejected() {
+        for bad in [
+            &b""[..],
+            b"L",
+            b"Lxxxx",
+            b"X\0\0\0\0",
+            b"L\0\0\0\0\0\0\0",
+            b"L\x05\0\0\0\0\0\0\0\0\0\0\0",
+        ] {
+            assert!(SlidingLogCodec::decode(bad).is_err(), "{bad:?}");
+        }
+        assert!(SlidingLogCodec::decode(b"L\0\0\0\0").is_ok());
+    }
+}

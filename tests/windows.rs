@@ -1,0 +1,404 @@
+//! RL.FIXED, RL.SLIDING_LOG and RL.SLIDING_COUNTER against a real server.
+//!
+//! Where a reply depends on where "now" falls in an epoch-aligned window,
+//! the call is bracketed by the server's clock and the time fields must lie
+//! between the values for the two bracketing instants; everything else is
+//! asserted exactly.
+
+mod common;
+
+use common::{cmd, error, five, info_field, snapshot, timed, until, Server};
+
+const SEC: u64 = 1_000_000;
+
+#[test]
+fn fixed_window_counts_per_window() {
+    let s = Server::start();
+    let mut c = s.client();
+    let w = 3600 * SEC;
+    let (r, before, after) = timed(&mut c, &["RL.FIXED", "f", "3", "3600"]);
+    let end = (before / w + 1) * w;
+    assert_eq!(r[..4], [0, 3, 2, -1]);
+    assert!(until(end, before, after, SEC).contains(&r[4]), "{r:?}");
+    let (r, before, after) = timed(&mut c, &["RL.FIXED", "f", "3", "3600", "2"]);
+    assert_eq!(r[..4], [0, 3, 0, -1]);
+    assert!(until(end, before, after, SEC).contains(&r[4]));
+    let (r, before, after) = timed(&mut c, &["RL.FIXED", "f", "3", "3600"]);
+    assert_eq!(r[..3], [1, 3, 0]);
+    assert!(
+        until(end, before, after, SEC).contains(&r[3]),
+        "retry_after is the window's end: {r:?}"
+    );
+    assert_eq!(r[3], r[4]);
+    assert_eq!(
+        five(&mut c, &["RL.FIXED", "f", "3", "3600", "4"])[..4],
+        [1, 3, 0, -1]
+    );
+    // The key expires when the window ends, never later than its reset.
+    let (_, pexpiretime) = snapshot(&mut c, "f");
+    assert_eq!(u64::try_from(pexpiretime).unwrap(), end / 1000);
+    // In milliseconds.
+    let (r, before, after) = timed(&mut c, &["RL.FIXED", "fm", "5", "250", "MS"]);
+    let end = (before / 250_000 + 1) * 250_000;
+    assert_eq!(r[..4], [0, 5, 4, -1]);
+    assert!(
+        until(end, before, after, 1000).contains(&r[4]) || r[4] == 250,
+        "{r:?}"
+    );
+}
+
+#[test]
+fn sliding_log_counts_the_last_window() {
+    let s = Server::start();
+    let mut c = s.client();
+    let log = |q: &'static str| ["RL.SLIDING_LOG", "l", "3", "60", q];
+    assert_eq!(five(&mut c, &log("1")), [0, 3, 2, -1, 60]);
+    assert_eq!(five(&mut c, &log("1")), [0, 3, 1, -1, 60]);
+    assert_eq!(five(&mut c, &log("1")), [0, 3, 0, -1, 60]);
+    assert_eq!(five(&mut c, &log("1")), [1, 3, 0, 60, 60]);
+    assert_eq!(five(&mut c, &log("2")), [1, 3, 0, 60, 60]);
+    assert_eq!(five(&mut c, &log("4")), [1, 3, 0, -1, 60]);
+    assert_eq!(five(&mut c, &log("0")), [0, 3, 0, -1, 60]);
+    // Several units at one instant are several entries.
+    assert_eq!(
+        five(&mut c, &["RL.SLIDING_LOG", "l2", "5", "60", "3"]),
+        [0, 5, 2, -1, 60]
+    );
+    assert_eq!(
+        five(&mut c, &["RL.SLIDING_LOG", "l2", "5", "60", "3"]),
+        [1, 5, 2, 60, 60]
+    );
+    assert_eq!(
+        five(&mut c, &["RL.SLIDING_LOG", "l2", "5", "60", "2"]),
+        [0, 5, 0, -1, 60]
+    );
+    let len: usize = cmd(&["STRLEN", "l2"]).query(&mut c).unwrap();
+    assert_eq!(len, 5 + 5 * 8, "a header and one 8-byte instant per unit");
+}
+
+#[test]
+fn sliding_counter_weighs_the_previous_window() {
+    let s = Server::start();
+    let mut c = s.client();
+    // A 10^9-second window: the previous one ended in 2001 and is empty, so
+    // the estimate is just the current count.
+    let w = 1_000_000_000 * SEC;
+    let (r, before, after) = timed(&mut c, &["RL.SLIDING_COUNTER", "sc", "10", "1000000000", "4"]);
+    let start = before / w * w;
+    assert_eq!(r[..4], [0, 10, 6, -1]);
+    // Fully rested only once the next window has passed too.
+    assert!(until(start + 2 * w, before, after, SEC).contains(&r[4]), "{r:?}");
+    assert_eq!(
+        five(&mut c, &["RL.SLIDING_COUNTER", "sc", "10", "1000000000", "6"])[..4],
+        [0, 10, 0, -1]
+    );
+    let (r, before, after) = timed(&mut c, &["RL.SLIDING_COUNTER", "sc", "10", "1000000000", "1"]);
+    assert_eq!(r[..3], [1, 10, 0]);
+    // In the next window 10 * (W - e) + W <= 10 W from e = W/10 on.
+    assert!(
+        until(start + w + w / 10, before, after, SEC).contains(&r[3]),
+        "{r:?}"
+    );
+    assert_eq!(
+        five(&mut c, &["RL.SLIDING_COUNTER", "sc", "10", "1000000000", "11"])[..4],
+        [1, 10, 0, -1]
+    );
+    let (_, pexpiretime) = snapshot(&mut c, "sc");
+    assert_eq!(u64::try_from(pexpiretime).unwrap(), (start + 2 * w) / 1000);
+}
+
+#[test]
+fn queries_and_peeks_change_nothing() {
+    let s = Server::start();
+    let mut c = s.client();
+    for name in ["RL.FIXED", "RL.SLIDING_LOG", "RL.SLIDING_COUNTER"] {
+        let key = format!("{name}:k");
+        let call = |extra: &[&str], c: &mut redis::Connection| {
+            let mut args = vec![name, key.as_str(), "5", "3600"];
+            args.extend_from_slice(extra);
+            five(c, &args)
+        };
+        call(&["0"], &mut c);
+        call(&["PEEK"], &mut c);
+        call(&["3", "PEEK"], &mut c);
+        assert_eq!(snapshot(&mut c, &key), (None, -2), "{name} created a key");
+        assert_eq!(call(&["2"], &mut c)[..3], [0, 5, 3]);
+        let before = snapshot(&mut c, &key);
+        assert!(before.0.is_some() && before.1 > 0);
+        assert_eq!(call(&["0"], &mut c)[..3], [0, 5, 3]);
+        assert_eq!(call(&["3", "PEEK"], &mut c)[..4], [0, 5, 0, -1]);
+        assert_eq!(call(&["4", "peek"], &mut c)[..3], [1, 5, 3]);
+        assert_eq!(call(&["9"], &mut c)[..4], [1, 5, 3, -1]);
+        assert_eq!(snapshot(&mut c, &key), before, "{name}");
+        assert_eq!(call(&["3"], &mut c)[..3], [0, 5, 0]);
+        assert_ne!(snapshot(&mut c, &key), before, "{name}");
+    }
+}
+
+#[test]
+fn the_expiry_is_never_later_than_reset() {
+    let s = Server::start();
+    let mut c = s.client();
+    for name in ["RL.FIXED", "RL.SLIDING_LOG", "RL.SLIDING_COUNTER"] {
+        for (window, unit) in [("7", "s"), ("1500", "MS")] {
+            let key = format!("{name}{window}");
+            let mut args = vec![name, key.as_str(), "4", window, "1"];
+            if unit == "MS" {
+                args.push("MS");
+            }
+            let (r, before, after) = timed(&mut c, &args);
+            let (_, pexpiretime) = snapshot(&mut c, &key);
+            let unit_ms = if unit == "MS" { 1 } else { 1000 };
+            let (before_ms, after_ms) = (
+                i64::try_from(before / 1000).unwrap(),
+                i64::try_from(after / 1000).unwrap(),
+            );
+            assert!(pexpiretime > before_ms, "{name}: expiry in the past");
+            assert!(
+                pexpiretime <= after_ms + 1 + r[4] * unit_ms,
+                "{name} {unit}: expiry {pexpiretime} after reset {r:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn argument_errors() {
+    let s = Server::start();
+    let mut c = s.client();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["RL.FIXED", "k", "1"],
+            "ERR wrong number of arguments for 'rl.fixed' command",
+        ),
+        (
+            &["RL.SLIDING_LOG", "k"],
+            "ERR wrong number of arguments for 'rl.sliding_log' command",
+        ),
+        (
+            &["RL.SLIDING_COUNTER"],
+            "ERR wrong number of arguments for 'rl.sliding_counter' command",
+        ),
+        (
+            &["RL.FIXED", "k", "0", "1"],
+            "ERR limit must be an integer from 1 to 1000000000",
+        ),
+        (
+            &["RL.FIXED", "k", "1", "0"],
+            "ERR window must be an integer from 1 to 1000000000",
+        ),
+        (
+            &["RL.SLIDING_COUNTER", "k", "1", "1.0"],
+            "ERR window must be an integer from 1 to 1000000000",
+        ),
+        (
+            &["RL.SLIDING_COUNTER", "k", "1", "1", "x"],
+            "ERR syntax error: unknown option 'x' (expected MS or PEEK)",
+        ),
+        (
+            &["RL.SLIDING_LOG", "k", "10001", "1"],
+            "ERR limit must be an integer from 1 to 10000",
+        ),
+        (
+            &["RL.SLIDING_LOG", "k", "1", "1", "-3"],
+            "ERR quantity must be an integer from 0 to 1000000000",
+        ),
+    ];
+    for (args, expected) in cases {
+        assert_eq!(&error(&mut c, args), expected, "{args:?}");
+    }
+    // The cap is a module setting.
+    let ok: String = cmd(&["CONFIG", "SET", "ratelimit.sliding_log_max_limit", "20000"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(ok, "OK");
+    assert_eq!(
+        five(&mut c, &["RL.SLIDING_LOG", "k", "10001", "1"])[..3],
+        [0, 10001, 10000]
+    );
+    assert_eq!(
+        error(&mut c, &["RL.SLIDING_LOG", "k", "20001", "1"]),
+        "ERR limit must be an integer from 1 to 20000"
+    );
+}
+
+#[test]
+fn the_cap_can_be_set_when_loading() {
+    let s = Server::start_with(&[], false);
+    let mut c = s.client();
+    drop(c);
+    drop(s);
+    let module = common::module_path();
+    let s = Server::start_with(
+        &[
+            "--loadmodule",
+            module.to_str().unwrap(),
+            "sliding_log_max_limit",
+            "50",
+        ],
+        false,
+    );
+    c = s.client();
+    let got: Vec<String> = cmd(&["CONFIG", "GET", "ratelimit.sliding_log_max_limit"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(
+        got,
+        vec!["ratelimit.sliding_log_max_limit".to_string(), "50".to_string()]
+    );
+    assert_eq!(
+        error(&mut c, &["RL.SLIDING_LOG", "k", "51", "1"]),
+        "ERR limit must be an integer from 1 to 50"
+    );
+}
+
+#[test]
+fn wrong_type_and_corrupt_state_change_nothing() {
+    let s = Server::start();
+    let mut c = s.client();
+    cmd(&["RPUSH", "list", "a"]).query::<()>(&mut c).unwrap();
+    cmd(&["HSET", "hash", "f", "v"]).query::<()>(&mut c).unwrap();
+    for key in ["list", "hash"] {
+        for name in ["RL.FIXED", "RL.SLIDING_LOG", "RL.SLIDING_COUNTER"] {
+            let before = snapshot(&mut c, key);
+            assert_eq!(
+                error(&mut c, &[name, key, "1", "1"]),
+                "WRONGTYPE Operation against a key holding the wrong kind of value"
+            );
+            assert_eq!(snapshot(&mut c, key), before);
+        }
+    }
+    // Every algorithm's own state, read by each of the others, is corrupt.
+    let writers: [&[&str]; 5] = [
+        &["RL.GCRA", "gcra", "5", "1", "60"],
+        &["RL.TOKEN_BUCKET", "bucket", "5", "1", "60"],
+        &["RL.FIXED", "fixed", "5", "60"],
+        &["RL.SLIDING_LOG", "log", "5", "60"],
+        &["RL.SLIDING_COUNTER", "counter", "5", "60"],
+    ];
+    for w in writers {
+        five(&mut c, w);
+    }
+    let readers: [(&str, &[&str]); 5] = [
+        ("RL.GCRA", &["5", "1", "60"]),
+        ("RL.TOKEN_BUCKET", &["5", "1", "60"]),
+        ("RL.FIXED", &["5", "60"]),
+        ("RL.SLIDING_LOG", &["5", "60"]),
+        ("RL.SLIDING_COUNTER", &["5", "60"]),
+    ];
+    for w in writers {
+        let key = w[1];
+        for (reader, params) in readers {
+            if reader == w[0] {
+                continue;
+            }
+            let before = snapshot(&mut c, key);
+            let mut args = vec![reader, key];
+            args.extend_from_slice(params);
+            let e = error(&mut c, &args);
+            assert!(
+                e.starts_with(&format!("ERR key '{key}' does not hold a valid {reader} state: ")),
+                "{reader} on {}'s state: {e}",
+                w[0]
+            );
+            assert_eq!(snapshot(&mut c, key), before);
+        }
+    }
+    for (value, reader, problem) in [
+        (&b"F1234567\xff\xff\xff\xff"[..], "RL.FIXED", "count out of range"),
+        (b"F", "RL.FIXED", "expected 12 bytes starting with 'F'"),
+        (
+            b"C12345670000\xff\xff\xff\xff",
+            "RL.SLIDING_COUNTER",
+            "count out of range",
+        ),
+        (
+            b"L\x07\0\0\0\0\0\0\0\0\0\0\0",
+            "RL.SLIDING_LOG",
+            "ring position or order of instants out of range",
+        ),
+        (
+            b"L\0\0\0",
+            "RL.SLIDING_LOG",
+            "expected 'L', a 4-byte ring position and 8-byte instants",
+        ),
+    ] {
+        redis::cmd("SET")
+            .arg("bad")
+            .arg(value)
+            .query::<()>(&mut c)
+            .unwrap();
+        let before = snapshot(&mut c, "bad");
+        assert_eq!(
+            error(&mut c, &[reader, "bad", "5", "60"]),
+            format!("ERR key 'bad' does not hold a valid {reader} state: {problem}")
+        );
+        assert_eq!(snapshot(&mut c, "bad"), before);
+    }
+}
+
+#[test]
+fn memory_per_limiter() {
+    let s = Server::start();
+    let mut c = s.client();
+    five(&mut c, &["RL.FIXED", "user:000001", "100", "60"]);
+    five(&mut c, &["RL.FIXED", "user:000001", "100", "60"]);
+    let fixed: i64 = cmd(&["MEMORY", "USAGE", "user:000001"]).query(&mut c).unwrap();
+    five(&mut c, &["RL.SLIDING_COUNTER", "user:000002", "100", "60"]);
+    five(&mut c, &["RL.SLIDING_COUNTER", "user:000002", "100", "60"]);
+    let counter: i64 = cmd(&["MEMORY", "USAGE", "user:000002"]).query(&mut c).unwrap();
+    // A full log at limit 1000, filled one request at a time.
+    let mut pipe = redis::pipe();
+    for _ in 0..1000 {
+        pipe.add_command(cmd(&["RL.SLIDING_LOG", "user:000003", "1000", "3600"]));
+    }
+    let replies: Vec<Vec<i64>> = pipe.query(&mut c).unwrap();
+    assert!(replies.iter().all(|r| r[0] == 0));
+    assert_eq!(
+        five(&mut c, &["RL.SLIDING_LOG", "user:000003", "1000", "3600"])[..3],
+        [1, 1000, 0]
+    );
+    let log: i64 = cmd(&["MEMORY", "USAGE", "user:000003"]).query(&mut c).unwrap();
+    println!(
+        "MEMORY USAGE: fixed {fixed}, sliding counter {counter}, sliding log (1000 entries) {log} bytes"
+    );
+    assert!(fixed <= 88, "fixed window: {fixed} bytes");
+    assert!(counter <= 88, "sliding counter: {counter} bytes");
+    assert!(log <= 10 * 1000, "sliding log: {log} bytes for 1000 entries");
+}
+
+/// Propagated bytes per allowed request (the AOF receives exactly what the
+/// replicas do), for a full sliding log at two limits.
+#[test]
+fn sliding_log_replication_is_independent_of_the_limit() {
+    let s = Server::start_with(&["--appendonly", "yes"], true);
+    let mut c = s.client();
+    let mut per_request = Vec::new();
+    for limit in ["100", "10000"] {
+        let key = format!("log{limit}");
+        // Fill the whole ring in one request, in a 1 ms window...
+        assert_eq!(
+            five(&mut c, &["RL.SLIDING_LOG", &key, limit, "1", limit, "MS"])[0],
+            0
+        );
+        // ...wait until those entries have left it (bounded: 1 ms)...
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while five(&mut c, &["RL.SLIDING_LOG", &key, limit, "1", "PEEK", "MS"])[0] == 1 {
+            assert!(std::time::Instant::now() < deadline);
+        }
+        // ...then every request overwrites one slot of a full ring.
+        let before = info_field(&mut c, "persistence", "aof_current_size");
+        for _ in 0..20 {
+            assert_eq!(five(&mut c, &["RL.SLIDING_LOG", &key, limit, "1", "MS"])[0], 0);
+        }
+        let after = info_field(&mut c, "persistence", "aof_current_size");
+        per_request.push((after - before) / 20);
+    }
+    println!(
+        "propagated bytes per allowed request: limit 100 {}, limit 10000 {}",
+        per_request[0], per_request[1]
+    );
+    assert!(per_request.iter().all(|&b| b > 0 && b < 200), "{per_request:?}");
+    // Only the digits of the offsets differ.
+    assert!((per_request[0] - per_request[1]).abs() <= 8, "{per_request:?}");
+}
