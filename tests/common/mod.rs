@@ -16,6 +16,7 @@ pub struct Server {
     child: Child,
     pub port: u16,
     pub dir: PathBuf,
+    args: Vec<String>,
 }
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -73,41 +74,81 @@ impl Server {
         let dir = std::env::temp_dir().join(format!("rl-test-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).ok()?;
-        let mut cmd = Command::new(server_bin());
-        cmd.current_dir(&dir)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args(["--daemonize", "no", "--logfile", "server.log", "--dir"])
-            .arg(&dir);
+        let mut args: Vec<String> = vec![
+            "--port".into(),
+            port.to_string(),
+            "--bind".into(),
+            "127.0.0.1".into(),
+            "--save".into(),
+            "".into(),
+            "--appendonly".into(),
+            "no".into(),
+            "--daemonize".into(),
+            "no".into(),
+            "--logfile".into(),
+            "server.log".into(),
+            "--dir".into(),
+            dir.to_string_lossy().into_owned(),
+        ];
         if with_module {
             let module = module_path();
             assert!(module.exists(), "module not built at {}", module.display());
-            cmd.arg("--loadmodule").arg(module);
+            args.push("--loadmodule".into());
+            args.push(module.to_string_lossy().into_owned());
         }
-        cmd.args(extra).stdout(Stdio::null()).stderr(Stdio::null());
-        let child = cmd.spawn().ok()?;
-        let mut server = Server { child, port, dir };
-        let deadline = Instant::now() + Duration::from_secs(10);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let child = Server::spawn(&dir, &args)?;
+        let mut server = Server {
+            child,
+            port,
+            dir,
+            args,
+        };
+        server.wait_ready().then_some(server)
+    }
+
+    fn spawn(dir: &PathBuf, args: &[String]) -> Option<Child> {
+        Command::new(server_bin())
+            .current_dir(dir)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()
+    }
+
+    fn wait_ready(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
-            if let Ok(Some(_)) = server.child.try_wait() {
-                return None; // exited: port taken, or a bad argument
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false; // exited: port taken, or a bad argument
             }
-            if let Ok(mut c) = server.try_client() {
+            if let Ok(mut c) = self.try_client() {
+                // While loading a dataset the server answers LOADING.
                 if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                    return Some(server);
+                    return true;
                 }
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        None
+        false
+    }
+
+    /// Kill the server with SIGKILL (no shutdown, no final save) and start it
+    /// again on the same port, directory and arguments.
+    pub fn crash_and_restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for _attempt in 0..50 {
+            if let Some(child) = Server::spawn(&self.dir, &self.args) {
+                self.child = child;
+                if self.wait_ready() {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("could not restart the server: {}", self.log());
     }
 
     pub fn url(&self) -> String {

@@ -1,0 +1,270 @@
+//! The same state everywhere: replicas (with and without the module), AOF
+//! replay after a crash, AOF rewrite, RDB, and the replication cost.
+//!
+//! Every limiter here uses windows of an hour or more, so nothing expires
+//! while a test compares servers.
+
+mod common;
+
+use common::{cmd, five, info_field, snapshot, Server};
+use redis::Connection;
+
+type Snapshot = Vec<(String, (Option<Vec<u8>>, i64))>;
+
+/// A mixed workload over all five commands: allowed, refused, quantity 0,
+/// PEEK, MS, several value forms (GCRA's integer and fractional forms, a
+/// sliding log that has wrapped around its ring). Returns the keys written.
+fn workload(c: &mut Connection, prefix: &str) -> Vec<String> {
+    let k = |name: &str| format!("{prefix}{name}");
+    let (gcra_a, gcra_b, gcra_c) = (k("gcra:a"), k("gcra:b"), k("gcra:c"));
+    let (tb, fx, fx_ms, log_a, log_c, sc, sc_ms) = (
+        k("tb"),
+        k("fx"),
+        k("fx:ms"),
+        k("log:a"),
+        k("log:c"),
+        k("sc"),
+        k("sc:ms"),
+    );
+    let calls: Vec<Vec<&str>> = vec![
+        vec!["RL.GCRA", &gcra_a, "2", "1", "3600"],
+        vec!["RL.GCRA", &gcra_a, "2", "1", "3600", "2"],
+        vec!["RL.GCRA", &gcra_a, "2", "1", "3600"],
+        vec!["RL.GCRA", &gcra_a, "2", "1", "3600", "0"],
+        vec!["RL.GCRA", &gcra_a, "2", "1", "3600", "PEEK"],
+        vec!["RL.GCRA", &gcra_b, "5", "3", "3600"],
+        vec!["RL.GCRA", &gcra_c, "5", "17", "3600", "2"],
+        vec!["RL.GCRA", &gcra_c, "5", "17", "3600000", "1", "MS"],
+        vec!["RL.TOKEN_BUCKET", &tb, "3", "1", "3600", "2"],
+        vec!["RL.TOKEN_BUCKET", &tb, "3", "1", "3600", "2"],
+        vec!["RL.TOKEN_BUCKET", &tb, "3", "1", "3600", "0"],
+        vec!["RL.TOKEN_BUCKET", &tb, "3", "1", "3600", "1", "PEEK"],
+        vec!["RL.FIXED", &fx, "3", "7200", "3"],
+        vec!["RL.FIXED", &fx, "3", "7200"],
+        vec!["RL.FIXED", &fx_ms, "5", "7200000", "2", "MS"],
+        vec!["RL.SLIDING_LOG", &log_a, "4", "3600", "3"],
+        vec!["RL.SLIDING_LOG", &log_a, "4", "3600"],
+        vec!["RL.SLIDING_LOG", &log_a, "4", "3600"],
+        vec!["RL.SLIDING_LOG", &log_a, "4", "3600", "0"],
+        vec!["RL.SLIDING_COUNTER", &sc, "10", "7200", "6"],
+        vec!["RL.SLIDING_COUNTER", &sc, "10", "7200", "5"],
+        vec!["RL.SLIDING_COUNTER", &sc, "10", "7200", "4"],
+        vec!["RL.SLIDING_COUNTER", &sc_ms, "10", "7200000", "3", "MS"],
+    ];
+    for call in &calls {
+        five(c, call);
+    }
+    // A sliding log whose ring has turned (its oldest entry not in slot 0),
+    // with entries two hours old, then overwritten across the ring's end.
+    let old = common::server_micros(c) - 7_200_000_000;
+    let mut ring = vec![b'L', 1, 0, 0, 0];
+    for t in [old + 2, old, old + 1] {
+        ring.extend_from_slice(&t.to_le_bytes());
+    }
+    redis::cmd("SET").arg(&log_c).arg(ring).query::<()>(c).unwrap();
+    assert_eq!(
+        five(c, &["RL.SLIDING_LOG", &log_c, "3", "3600", "3"])[..3],
+        [0, 3, 0]
+    );
+    let keys = [gcra_a, gcra_b, gcra_c, tb, fx, fx_ms, log_a, log_c, sc, sc_ms];
+    keys.to_vec()
+}
+
+fn snapshot_all(c: &mut Connection, keys: &[String]) -> Snapshot {
+    keys.iter()
+        .map(|k| {
+            let snap = snapshot(c, k);
+            assert!(
+                snap.0.is_some() && snap.1 > 0,
+                "{k} missing or without expiry: {snap:?}"
+            );
+            (k.clone(), snap)
+        })
+        .collect()
+}
+
+fn wait_for_replica(master: &mut Connection) {
+    let acked: i64 = cmd(&["WAIT", "1", "10000"]).query(master).unwrap();
+    assert_eq!(acked, 1, "the replica did not acknowledge");
+}
+
+fn replica_holds_the_same_state(replica_has_module: bool) {
+    let master = Server::start_with(&["--repl-diskless-sync-delay", "0"], true);
+    let mut m = master.client();
+    // Part of the data reaches the replica in the initial sync (an RDB)...
+    let mut keys = workload(&mut m, "before:");
+    let replica = Server::start_with(
+        &["--replicaof", "127.0.0.1", &master.port.to_string()],
+        replica_has_module,
+    );
+    let mut r = replica.client();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while info_field_str(&mut r, "master_link_status") != "up" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "replica never synced: {}",
+            replica.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // ...and the rest as a stream of effects.
+    keys.extend(workload(&mut m, "after:"));
+    wait_for_replica(&mut m);
+    let on_master = snapshot_all(&mut m, &keys);
+    let on_replica = snapshot_all(&mut r, &keys);
+    assert_eq!(on_master, on_replica);
+    let dbsize: (i64, i64) = (
+        cmd(&["DBSIZE"]).query(&mut m).unwrap(),
+        cmd(&["DBSIZE"]).query(&mut r).unwrap(),
+    );
+    assert_eq!(dbsize.0, dbsize.1);
+}
+
+fn info_field_str(c: &mut Connection, field: &str) -> String {
+    let info: String = cmd(&["INFO", "replication"]).query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn a_replica_without_the_module_holds_the_same_state() {
+    replica_holds_the_same_state(false);
+}
+
+#[test]
+fn a_replica_with_the_module_holds_the_same_state() {
+    replica_holds_the_same_state(true);
+}
+
+fn aof_text(server: &Server) -> String {
+    let mut all = Vec::new();
+    for entry in std::fs::read_dir(server.dir.join("appendonlydir")).expect("appendonlydir") {
+        let path = entry.unwrap().path();
+        if path.to_string_lossy().ends_with(".aof") {
+            all.extend(std::fs::read(path).unwrap());
+        }
+    }
+    String::from_utf8_lossy(&all).to_lowercase()
+}
+
+/// A limiter that was refusing before the restart still refuses after it.
+fn assert_still_refusing(c: &mut Connection) {
+    assert_eq!(
+        five(c, &["RL.GCRA", "gcra:a", "2", "1", "3600", "PEEK"])[..2],
+        [1, 3]
+    );
+    assert_eq!(
+        five(c, &["RL.SLIDING_LOG", "log:a", "4", "3600", "PEEK"])[..3],
+        [1, 4, 0]
+    );
+    assert_eq!(five(c, &["RL.FIXED", "fx", "3", "7200", "PEEK"])[..3], [1, 3, 0]);
+}
+
+#[test]
+fn the_aof_replays_the_same_state_after_a_crash() {
+    let mut s = Server::start_with(&["--appendonly", "yes", "--appendfsync", "always"], true);
+    let mut c = s.client();
+    let keys = workload(&mut c, "");
+    let before = snapshot_all(&mut c, &keys);
+    assert_still_refusing(&mut c);
+    assert!(!aof_text(&s).contains("rl."), "a module command reached the AOF");
+    drop(c);
+    s.crash_and_restart();
+    let mut c = s.client();
+    assert_eq!(snapshot_all(&mut c, &keys), before);
+    assert_still_refusing(&mut c);
+    // The same after the AOF is rewritten from the dataset.
+    let _: String = cmd(&["BGREWRITEAOF"]).query(&mut c).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while info_field(&mut c, "persistence", "aof_rewrite_in_progress") == 1
+        || info_field(&mut c, "persistence", "aof_rewrite_scheduled") == 1
+    {
+        assert!(std::time::Instant::now() < deadline, "rewrite never finished");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    drop(c);
+    s.crash_and_restart();
+    let mut c = s.client();
+    assert_eq!(snapshot_all(&mut c, &keys), before);
+    assert_still_refusing(&mut c);
+    assert!(!aof_text(&s).contains("rl."));
+}
+
+#[test]
+fn rdb_save_and_debug_reload_keep_the_state() {
+    let mut s = Server::start_with(&["--enable-debug-command", "yes"], true);
+    let mut c = s.client();
+    let keys = workload(&mut c, "");
+    let before = snapshot_all(&mut c, &keys);
+    let _: String = cmd(&["SAVE"]).query(&mut c).unwrap();
+    drop(c);
+    s.crash_and_restart();
+    let mut c = s.client();
+    assert_eq!(snapshot_all(&mut c, &keys), before);
+    assert_still_refusing(&mut c);
+    let _: String = cmd(&["DEBUG", "RELOAD"]).query(&mut c).unwrap();
+    assert_eq!(snapshot_all(&mut c, &keys), before);
+    assert_still_refusing(&mut c);
+}
+
+/// Replication bytes per allowed request (`master_repl_offset` delta), with a
+/// replica attached. The sliding log's cost must not grow with its limit.
+#[test]
+fn replication_bytes_per_allowed_request() {
+    let master = Server::start_with(&["--repl-diskless-sync-delay", "0"], true);
+    let mut m = master.client();
+    let replica = Server::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()], false);
+    let mut r = replica.client();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while info_field_str(&mut r, "master_link_status") != "up" {
+        assert!(std::time::Instant::now() < deadline);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let workloads: [(&str, &[&str]); 7] = [
+        ("RL.GCRA", &["RL.GCRA", "user:000001", "1000000", "1", "3600"]),
+        (
+            "RL.TOKEN_BUCKET",
+            &["RL.TOKEN_BUCKET", "user:000002", "1000000", "1", "3600"],
+        ),
+        ("RL.FIXED", &["RL.FIXED", "user:000003", "1000000", "3600"]),
+        (
+            "RL.SLIDING_COUNTER",
+            &["RL.SLIDING_COUNTER", "user:000004", "1000000", "3600"],
+        ),
+        (
+            "RL.SLIDING_LOG (limit 100, growing)",
+            &["RL.SLIDING_LOG", "user:000005", "100", "3600"],
+        ),
+        (
+            "RL.SLIDING_LOG (limit 10000, growing)",
+            &["RL.SLIDING_LOG", "user:000006", "10000", "3600"],
+        ),
+        (
+            "RL.SLIDING_LOG quantity 10",
+            &["RL.SLIDING_LOG", "user:000007", "10000", "3600", "10"],
+        ),
+    ];
+    let mut report = Vec::new();
+    for (name, args) in workloads {
+        five(&mut m, args); // creating the key is a one-off
+        let before = info_field(&mut m, "replication", "master_repl_offset");
+        for _ in 0..50 {
+            assert_eq!(five(&mut m, args)[0], 0, "{name}");
+        }
+        let after = info_field(&mut m, "replication", "master_repl_offset");
+        report.push((name, (after - before) / 50));
+    }
+    for (name, bytes) in &report {
+        println!("replication: {name}: {bytes} bytes per allowed request");
+    }
+    for (name, bytes) in &report[..6] {
+        assert!(*bytes > 0 && *bytes < 200, "{name}: {bytes}");
+    }
+    assert!((report[4].1 - report[5].1).abs() <= 8, "{report:?}");
+    // Ten units cost ten more 8-byte instants, not a rewrite of the log.
+    assert!(report[6].1 - report[5].1 <= 9 * 8 + 8, "{report:?}");
+    wait_for_replica(&mut m);
+}
