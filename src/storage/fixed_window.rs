@@ -1,5 +1,5 @@
-//! Fixed-window state as a 12-byte string: the tag `F`, the window index
-//! (7 bytes), the units allowed in it (4 bytes), little-endian. 72 bytes per
+//! Fixed-window state as a 12-byte string: the tag `F`, the window start (µs,
+//! 7 bytes), the units allowed in it (4 bytes), little-endian. 72 bytes per
 //! limiter in `MEMORY USAGE` on Redis 7.
 
 use super::{Encoded, Fields, ValueCodec};
@@ -17,15 +17,15 @@ impl ValueCodec for FixedWindowCodec {
 
     fn decode(bytes: &[u8]) -> Result<WindowCount, &'static str> {
         let mut f = Fields::tagged(bytes, TAG, LEN).ok_or("expected 12 bytes starting with 'F'")?;
-        let index = f.take_u64(7);
+        let start = f.take_u64(7);
         let count = f.take_u64(4);
-        WindowCount::new(index, count).ok_or("count out of range")
+        WindowCount::new(start, count).ok_or("count out of range")
     }
 
     fn encode(w: &WindowCount) -> Encoded {
         let mut out = Encoded::new();
         out.push(&[TAG]);
-        out.push_le(u128::from(w.index()), 7);
+        out.push_le(u128::from(w.start()), 7);
         out.push_le(u128::from(w.count()), 4);
         out
     }
@@ -37,7 +37,7 @@ mod tests {
 
     #[test]
     fn round_trip_and_rejects() {
-        let w = WindowCount::new(176_370_000, 999_999_999).unwrap();
+        let w = WindowCount::new(1_763_700_000_000_000, 999_999_999).unwrap();
         let e = FixedWindowCodec::encode(&w);
         assert_eq!(e.as_slice().len(), 12);
         assert_eq!(FixedWindowCodec::decode(e.as_slice()), Ok(w));

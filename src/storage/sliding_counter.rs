@@ -1,5 +1,5 @@
 //! Sliding-counter state as a 16-byte string: the tag `C`, the current
-//! window index (7 bytes), the previous and the current window's counts
+//! window start (µs, 7 bytes), the previous and the current window's counts
 //! (4 bytes each), little-endian. 88 bytes per limiter in `MEMORY USAGE` on
 //! Redis 7.
 
@@ -18,16 +18,16 @@ impl ValueCodec for SlidingCounterCodec {
 
     fn decode(bytes: &[u8]) -> Result<WindowPair, &'static str> {
         let mut f = Fields::tagged(bytes, TAG, LEN).ok_or("expected 16 bytes starting with 'C'")?;
-        let index = f.take_u64(7);
+        let start = f.take_u64(7);
         let previous = f.take_u64(4);
         let current = f.take_u64(4);
-        WindowPair::new(index, previous, current).ok_or("count out of range")
+        WindowPair::new(start, previous, current).ok_or("count out of range")
     }
 
     fn encode(p: &WindowPair) -> Encoded {
         let mut out = Encoded::new();
         out.push(&[TAG]);
-        out.push_le(u128::from(p.index()), 7);
+        out.push_le(u128::from(p.start()), 7);
         out.push_le(u128::from(p.previous()), 4);
         out.push_le(u128::from(p.current()), 4);
         out
@@ -40,7 +40,7 @@ mod tests {
 
     #[test]
     fn round_trip_and_rejects() {
-        let p = WindowPair::new(176_370_000, 7, 1_000_000_000).unwrap();
+        let p = WindowPair::new(1_763_700_000_000_000, 7, 1_000_000_000).unwrap();
         let e = SlidingCounterCodec::encode(&p);
         assert_eq!(e.as_slice().len(), 16);
         assert_eq!(SlidingCounterCodec::decode(e.as_slice()), Ok(p));

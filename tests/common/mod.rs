@@ -169,7 +169,19 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// A clean `SHUTDOWN NOSAVE` first (so a server run under valgrind can
+    /// write its report), then SIGKILL if it is still there after a while.
     fn drop(&mut self) {
+        if let Ok(mut c) = self.try_client() {
+            let _ = redis::cmd("SHUTDOWN").arg("NOSAVE").query::<()>(&mut c);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);

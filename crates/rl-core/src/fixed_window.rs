@@ -5,7 +5,7 @@ use crate::decision::{Decision, RetryAfter};
 use crate::error::{in_range, ParamError};
 use crate::limiter::{Limiter, Outcome, Update};
 use crate::time::{Instant, Micros};
-use crate::window::{Window, MAX_WINDOW_INDEX};
+use crate::window::{Window, MAX_WINDOW_START};
 
 /// Validated fixed-window parameters.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -14,21 +14,24 @@ pub struct FixedWindow {
     window: Window,
 }
 
-/// Units allowed so far in window `index`.
+/// Units allowed so far in the window that starts at `start` (µs).
+///
+/// The start, not the window's index, is stored: an index read under another
+/// window length would point decades away; a start stays a real instant.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct WindowCount {
-    index: u64,
+    start: u64,
     count: u64,
 }
 
 impl WindowCount {
-    /// `None` unless `index <= 2^56 - 1` and `count <= 10^9`.
-    pub fn new(index: u64, count: u64) -> Option<WindowCount> {
-        (index <= MAX_WINDOW_INDEX && count <= MAX_LIMIT).then_some(WindowCount { index, count })
+    /// `None` unless `start <= 2^56 - 1` µs and `count <= 10^9`.
+    pub fn new(start: u64, count: u64) -> Option<WindowCount> {
+        (start <= MAX_WINDOW_START && count <= MAX_LIMIT).then_some(WindowCount { start, count })
     }
 
-    pub fn index(&self) -> u64 {
-        self.index
+    pub fn start(&self) -> u64 {
+        self.start
     }
 
     pub fn count(&self) -> u64 {
@@ -55,14 +58,15 @@ impl Limiter for FixedWindow {
     }
 
     fn check(&self, state: Option<&WindowCount>, now: Instant, quantity: u64) -> Outcome<WindowCount> {
-        let current = self.window.index(now);
-        // A stored window later than now's (the clock stepped back) stays in
-        // force until it ends: nothing extra is admitted.
-        let (index, used) = match state {
-            Some(s) if s.index >= current => (s.index, s.count),
+        let current = self.window.start_of(now);
+        // A stored window that starts later than now's (the clock stepped
+        // back, or a shorter window was used before) stays in force until it
+        // ends: nothing extra is admitted.
+        let (start, used) = match state {
+            Some(s) if s.start >= current => (s.start, s.count),
             _ => (current, 0),
         };
-        let end = self.window.start(index) + self.window.micros();
+        let end = u128::from(start) + self.window.micros();
         let to_end = Window::until(now, end);
         let mut decision = Decision {
             blocked: false,
@@ -74,7 +78,7 @@ impl Limiter for FixedWindow {
         if quantity == 0 {
             return Outcome::unchanged(decision);
         }
-        if quantity > self.limit || index > MAX_WINDOW_INDEX {
+        if quantity > self.limit || start > MAX_WINDOW_START {
             decision.blocked = true;
             decision.retry_after = RetryAfter::Never;
             return Outcome::unchanged(decision);
@@ -93,7 +97,7 @@ impl Limiter for FixedWindow {
                 ..decision
             },
             update: Some(Update {
-                change: WindowCount { index, count },
+                change: WindowCount { start, count },
                 expires_at: Window::instant(end),
             }),
         }

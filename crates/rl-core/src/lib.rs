@@ -26,4 +26,4 @@ pub use sliding_counter::{SlidingCounter, WindowPair};
 pub use sliding_log::{Append, LogView, SlidingLog};
 pub use time::{Instant, Micros, TimeUnit};
 pub use token_bucket::{TokenBucket, Tokens};
-pub use window::MAX_WINDOW_INDEX;
+pub use window::MAX_WINDOW_START;

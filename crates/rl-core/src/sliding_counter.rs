@@ -10,7 +10,7 @@ use crate::decision::{Decision, RetryAfter};
 use crate::error::{in_range, ParamError};
 use crate::limiter::{Limiter, Outcome, Update};
 use crate::time::{Instant, Micros};
-use crate::window::{Window, MAX_WINDOW_INDEX};
+use crate::window::{Window, MAX_WINDOW_START};
 
 /// Validated sliding-counter parameters.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -19,27 +19,28 @@ pub struct SlidingCounter {
     window: Window,
 }
 
-/// Units allowed in window `index` (`current`) and in the one before it
-/// (`previous`).
+/// Units allowed in the window that starts at `start` (µs; `current`) and
+/// in the one before it (`previous`). As for the fixed window, the start is
+/// stored rather than an index, so another window length cannot misplace it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct WindowPair {
-    index: u64,
+    start: u64,
     previous: u64,
     current: u64,
 }
 
 impl WindowPair {
-    /// `None` unless `index <= 2^56 - 1` and both counts are at most 10^9.
-    pub fn new(index: u64, previous: u64, current: u64) -> Option<WindowPair> {
-        (index <= MAX_WINDOW_INDEX && previous <= MAX_LIMIT && current <= MAX_LIMIT).then_some(WindowPair {
-            index,
+    /// `None` unless `start <= 2^56 - 1` µs and both counts are at most 10^9.
+    pub fn new(start: u64, previous: u64, current: u64) -> Option<WindowPair> {
+        (start <= MAX_WINDOW_START && previous <= MAX_LIMIT && current <= MAX_LIMIT).then_some(WindowPair {
+            start,
             previous,
             current,
         })
     }
 
-    pub fn index(&self) -> u64 {
-        self.index
+    pub fn start(&self) -> u64 {
+        self.start
     }
 
     pub fn previous(&self) -> u64 {
@@ -60,21 +61,24 @@ impl SlidingCounter {
         })
     }
 
-    /// The counts as they stand at `now`: (window index, prev, cur).
+    /// The counts as they stand at `now`: (window start, prev, cur).
     fn counts_at(&self, state: Option<&WindowPair>, now: Instant) -> (u64, u64, u64) {
-        let current = self.window.index(now);
+        let current = self.window.start_of(now);
         match state {
-            // Same window, or a later one (the clock stepped back): as stored.
-            Some(s) if s.index >= current => (s.index, s.previous, s.current),
-            Some(s) if s.index + 1 == current => (current, s.current, 0),
+            // Same window, or a later one (the clock stepped back, or a
+            // shorter window was used before): as stored.
+            Some(s) if s.start >= current => (s.start, s.previous, s.current),
+            Some(s) if u128::from(s.start) + self.window.micros() == u128::from(current) => {
+                (current, s.current, 0)
+            }
             _ => (current, 0, 0),
         }
     }
 
     /// Time until fully rested: the current count still weighs in the whole
     /// next window; the previous one until this window ends.
-    fn reset(&self, now: Instant, index: u64, prev: u64, cur: u64) -> Micros {
-        let start = self.window.start(index);
+    fn reset(&self, now: Instant, start: u64, prev: u64, cur: u64) -> Micros {
+        let start = u128::from(start);
         if cur > 0 {
             Window::until(now, start + 2 * self.window.micros())
         } else if prev > 0 {
@@ -85,11 +89,12 @@ impl SlidingCounter {
     }
 
     /// The earliest instant at which `q` more units fit, given the counts of
-    /// window `index` (only called when they do not fit at `now`).
-    fn next_fit(&self, index: u64, elapsed: u128, prev: u64, cur: u64, q: u64) -> u128 {
+    /// the window starting at `start` (only called when they do not fit at
+    /// `now`).
+    fn next_fit(&self, start: u64, elapsed: u128, prev: u64, cur: u64, q: u64) -> u128 {
         let (w, limit) = (self.window.micros(), u128::from(self.limit));
         let (prev, cur, q) = (u128::from(prev), u128::from(cur), u128::from(q));
-        let start = self.window.start(index);
+        let start = u128::from(start);
         // Later in this window, as the previous window's weight decays:
         // prev * (W - e) <= (limit - cur - q) * W.
         if cur + q <= limit && prev > 0 {
@@ -117,11 +122,9 @@ impl Limiter for SlidingCounter {
     }
 
     fn check(&self, state: Option<&WindowPair>, now: Instant, quantity: u64) -> Outcome<WindowPair> {
-        let (index, prev, cur) = self.counts_at(state, now);
+        let (start, prev, cur) = self.counts_at(state, now);
         let (w, limit) = (self.window.micros(), u128::from(self.limit));
-        let elapsed = u128::from(now.as_micros())
-            .saturating_sub(self.window.start(index))
-            .min(w);
+        let elapsed = u128::from(now.as_micros().saturating_sub(start)).min(w);
         // prev's weighted share, scaled by W.
         let decayed = u128::from(prev) * (w - elapsed);
         let fits = |units: u64| decayed + (u128::from(cur) + u128::from(units)) * w <= limit * w;
@@ -136,24 +139,24 @@ impl Limiter for SlidingCounter {
             limit: self.limit,
             remaining: remaining_with(cur),
             retry_after: RetryAfter::Allowed,
-            reset: self.reset(now, index, prev, cur),
+            reset: self.reset(now, start, prev, cur),
         };
         if quantity == 0 {
             return Outcome::unchanged(decision);
         }
-        if quantity > self.limit || index > MAX_WINDOW_INDEX {
+        if quantity > self.limit || start > MAX_WINDOW_START {
             decision.blocked = true;
             decision.retry_after = RetryAfter::Never;
             return Outcome::unchanged(decision);
         }
         if !fits(quantity) {
             decision.blocked = true;
-            let at = self.next_fit(index, elapsed, prev, cur, quantity);
+            let at = self.next_fit(start, elapsed, prev, cur, quantity);
             decision.retry_after = RetryAfter::After(Window::until(now, at));
             return Outcome::unchanged(decision);
         }
         let cur = cur + quantity;
-        let reset = self.reset(now, index, prev, cur);
+        let reset = self.reset(now, start, prev, cur);
         Outcome {
             decision: Decision {
                 remaining: remaining_with(cur),
@@ -162,7 +165,7 @@ impl Limiter for SlidingCounter {
             },
             update: Some(Update {
                 change: WindowPair {
-                    index,
+                    start,
                     previous: prev,
                     current: cur,
                 },

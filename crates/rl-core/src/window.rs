@@ -5,8 +5,9 @@ use crate::bounds::MAX_PERIOD_MICROS;
 use crate::error::{in_range, ParamError};
 use crate::time::{Instant, Micros};
 
-/// The largest window index that can be stored (56 bits).
-pub const MAX_WINDOW_INDEX: u64 = (1 << 56) - 1;
+/// The latest window start that can be stored (56 bits of microseconds,
+/// about the year 4253).
+pub const MAX_WINDOW_START: u64 = (1 << 56) - 1;
 
 /// A validated window length in microseconds.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -21,14 +22,9 @@ impl Window {
         u128::from(self.0)
     }
 
-    /// The index of the window holding `now`.
-    pub(crate) fn index(self, now: Instant) -> u64 {
-        now.as_micros() / self.0
-    }
-
-    /// Where window `index` starts, in microseconds (may exceed u64).
-    pub(crate) fn start(self, index: u64) -> u128 {
-        u128::from(index) * self.micros()
+    /// Where the window holding `now` starts, in microseconds.
+    pub(crate) fn start_of(self, now: Instant) -> u64 {
+        now.as_micros() / self.0 * self.0
     }
 
     /// Time from `now` until `at` (zero if `at` has passed).

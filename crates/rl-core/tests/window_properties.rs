@@ -157,3 +157,34 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(settings())]
+
+    /// Parameters may change between calls on one key (the window length
+    /// above all): the state is still read as something near now, never
+    /// as a window years away.
+    #[test]
+    fn windows_stay_near_now_when_parameters_change(
+        script in prop::collection::vec((0u64..300_000, 0u64..4, 1u64..500_000, 1u64..10), 1..60),
+    ) {
+        let (mut fs, mut cs) = (None, None);
+        let mut now = T0;
+        for (gap, q, w, limit) in script {
+            now += gap;
+            let at = Instant::from_micros(now);
+            let f = FixedWindow::new(limit, w).unwrap().check(fs.as_ref(), at, q);
+            let c = SlidingCounter::new(limit, w).unwrap().check(cs.as_ref(), at, q);
+            // The longest window seen is below 500 ms: nothing can matter for
+            // more than two of them.
+            for (decision, update) in [(f.decision, f.update.as_ref().map(|u| u.expires_at)), (c.decision, c.update.as_ref().map(|u| u.expires_at))] {
+                prop_assert!(decision.reset.get() <= 1_000_000);
+                if let Some(expires_at) = update {
+                    prop_assert!(expires_at.as_micros() <= now + 1_000_000);
+                }
+            }
+            if let Some(u) = f.update { fs = Some(u.change); }
+            if let Some(u) = c.update { cs = Some(u.change); }
+        }
+    }
+}

@@ -114,3 +114,38 @@ fn window_parameter_ranges() {
         "limit must be an integer from 1 to 1000000000"
     );
 }
+
+/// Regression: the soak test found keys whose expiry lay years ahead. A
+/// stored window *index* written under a 50 ms window and read under a
+/// 250 ms one pointed five times further from the epoch. Windows are now
+/// stored by their start instant, so a change of length stays local.
+#[test]
+fn changing_the_window_length_never_pushes_the_window_away() {
+    let now = T0 + 123 * MS;
+    let mut fixed = Driver::new(FixedWindow::new(5, 50 * MS).unwrap());
+    fixed.call(now, 1);
+    let longer = FixedWindow::new(5, 250 * MS).unwrap();
+    let out = rl_core::Limiter::check(
+        &longer,
+        fixed.state.as_ref(),
+        rl_core::Instant::from_micros(now),
+        1,
+    );
+    // The 50 ms window [T0+100ms, T0+150ms) is read as [T0+100ms, T0+350ms).
+    assert_eq!(out.decision.to_reply(Millis), [0, 5, 3, -1, 227]);
+    assert_eq!(
+        out.update.unwrap().expires_at,
+        rl_core::Instant::from_micros(T0 + 350 * MS)
+    );
+
+    let mut counter = Driver::new(SlidingCounter::new(5, 50 * MS).unwrap());
+    counter.call(now, 1);
+    let longer = SlidingCounter::new(5, 250 * MS).unwrap();
+    let out = rl_core::Limiter::check(
+        &longer,
+        counter.state.as_ref(),
+        rl_core::Instant::from_micros(now),
+        1,
+    );
+    assert_eq!(out.decision.to_reply(Millis), [0, 5, 3, -1, 477]);
+}

@@ -1,0 +1,109 @@
+//! Soak: many concurrent clients, many keys, short windows (MS), all five
+//! commands. Afterwards, once the windows have passed, every key is gone and
+//! `used_memory` is back within a few percent of where it started.
+//!
+//! `RL_SOAK_CALLS` sets the number of calls (default 200,000; the opt-in
+//! `.ci/soak` runs millions).
+
+mod common;
+
+use common::{cmd, five, info_field, Server};
+use std::time::{Duration, Instant};
+
+/// `total` calls from `threads` clients over `keys_per_thread` keys each.
+fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            let url = s.url();
+            std::thread::spawn(move || {
+                let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+                let mut x: u64 = 0x2545_f491_4f6c_dd1d ^ (t as u64 + 1) ^ total as u64;
+                let mut done = 0;
+                while done < total / threads {
+                    let mut pipe = redis::pipe();
+                    for _ in 0..100 {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let key = format!("soak:{t}:{}", x % keys_per_thread);
+                        let q = ((x >> 20) % 4).to_string();
+                        let w = (50 + (x >> 30) % 200).to_string(); // 50..250 ms
+                        let (name, params): (&str, Vec<&str>) = match (x >> 40) % 5 {
+                            0 => ("RL.GCRA", vec!["3", "10", &w]),
+                            1 => ("RL.TOKEN_BUCKET", vec!["4", "10", &w]),
+                            2 => ("RL.FIXED", vec!["5", &w]),
+                            3 => ("RL.SLIDING_LOG", vec!["20", &w]),
+                            _ => ("RL.SLIDING_COUNTER", vec!["5", &w]),
+                        };
+                        pipe.cmd(name).arg(format!("{key}:{name}")).arg(params).arg(&q).arg("MS");
+                    }
+                    let replies: Vec<Vec<i64>> = pipe.query(&mut con).unwrap();
+                    assert!(replies.iter().all(|r| r.len() == 5 && r[2] <= r[1]));
+                    done += 100;
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+}
+
+/// Wait until every key has expired (touching them with SCAN, as clients
+/// would) and memory has settled; returns `used_memory`.
+fn settle(c: &mut redis::Connection, target: Option<i64>) -> i64 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut cursor = 0u64;
+        loop {
+            let (next, _): (u64, Vec<String>) =
+                redis::cmd("SCAN").arg(cursor).arg("COUNT").arg(1000).query(c).unwrap();
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+        let keys: i64 = cmd(&["DBSIZE"]).query(c).unwrap();
+        if keys == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{keys} keys never expired");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The keyspace's hash tables shrink back on the server's cron.
+    loop {
+        let used = info_field(c, "memory", "used_memory");
+        match target {
+            Some(t) if used as f64 > t as f64 * 1.05 => {
+                assert!(Instant::now() < deadline, "used_memory {used} did not come back to within 5% of {t}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            _ => return used,
+        }
+    }
+}
+
+#[test]
+fn memory_returns_to_its_start_after_a_soak() {
+    let s = Server::start();
+    let mut c = s.client();
+    let total: usize = std::env::var("RL_SOAK_CALLS").ok().and_then(|v| v.parse().ok()).unwrap_or(200_000);
+    let (threads, keys_per_thread) = (8, 5_000);
+    // A short first round brings every one-off allocation (client buffers,
+    // the module's call client, grown then shrunk tables) into the baseline.
+    soak(&s, 8_000, threads, keys_per_thread);
+    let baseline = settle(&mut c, None);
+
+    let started = Instant::now();
+    soak(&s, total, threads, keys_per_thread);
+    let elapsed = started.elapsed();
+    let peak_keys: i64 = cmd(&["DBSIZE"]).query(&mut c).unwrap();
+    let peak_memory = info_field(&mut c, "memory", "used_memory");
+    println!(
+        "soak: {total} calls from {threads} clients in {:.1} s ({:.0} calls/s); {peak_keys} keys, used_memory {baseline} -> {peak_memory}",
+        elapsed.as_secs_f64(),
+        total as f64 / elapsed.as_secs_f64()
+    );
+    let after = settle(&mut c, Some(baseline));
+    println!("soak: all keys expired; used_memory {baseline} -> {after}");
+}
