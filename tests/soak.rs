@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{cmd, five, info_field, Server};
+use common::{cmd, info_field, Server};
 use std::time::{Duration, Instant};
 
 /// `total` calls from `threads` clients over `keys_per_thread` keys each.
@@ -35,7 +35,11 @@ fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
                             3 => ("RL.SLIDING_LOG", vec!["20", &w]),
                             _ => ("RL.SLIDING_COUNTER", vec!["5", &w]),
                         };
-                        pipe.cmd(name).arg(format!("{key}:{name}")).arg(params).arg(&q).arg("MS");
+                        pipe.cmd(name)
+                            .arg(format!("{key}:{name}"))
+                            .arg(params)
+                            .arg(&q)
+                            .arg("MS");
                     }
                     let replies: Vec<Vec<i64>> = pipe.query(&mut con).unwrap();
                     assert!(replies.iter().all(|r| r.len() == 5 && r[2] <= r[1]));
@@ -56,8 +60,12 @@ fn settle(c: &mut redis::Connection, target: Option<i64>) -> i64 {
     loop {
         let mut cursor = 0u64;
         loop {
-            let (next, _): (u64, Vec<String>) =
-                redis::cmd("SCAN").arg(cursor).arg("COUNT").arg(1000).query(c).unwrap();
+            let (next, _): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(1000)
+                .query(c)
+                .unwrap();
             cursor = next;
             if cursor == 0 {
                 break;
@@ -75,7 +83,10 @@ fn settle(c: &mut redis::Connection, target: Option<i64>) -> i64 {
         let used = info_field(c, "memory", "used_memory");
         match target {
             Some(t) if used as f64 > t as f64 * 1.05 => {
-                assert!(Instant::now() < deadline, "used_memory {used} did not come back to within 5% of {t}");
+                assert!(
+                    Instant::now() < deadline,
+                    "used_memory {used} did not come back to within 5% of {t}"
+                );
                 std::thread::sleep(Duration::from_millis(100));
             }
             _ => return used,
@@ -87,7 +98,10 @@ fn settle(c: &mut redis::Connection, target: Option<i64>) -> i64 {
 fn memory_returns_to_its_start_after_a_soak() {
     let s = Server::start();
     let mut c = s.client();
-    let total: usize = std::env::var("RL_SOAK_CALLS").ok().and_then(|v| v.parse().ok()).unwrap_or(200_000);
+    let total: usize = std::env::var("RL_SOAK_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
     let (threads, keys_per_thread) = (8, 5_000);
     // A short first round brings every one-off allocation (client buffers,
     // the module's call client, grown then shrunk tables) into the baseline.
