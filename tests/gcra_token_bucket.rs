@@ -395,7 +395,13 @@ fn wrong_type_and_corrupt_state_are_errors_that_change_nothing() {
 fn command_info_declares_flags_and_key() {
     let s = Server::start();
     let mut c = s.client();
-    for name in ["rl.gcra", "rl.token_bucket"] {
+    for name in [
+        "rl.gcra",
+        "rl.token_bucket",
+        "rl.fixed",
+        "rl.sliding_log",
+        "rl.sliding_counter",
+    ] {
         let info: redis::Value = cmd(&["COMMAND", "INFO", name]).query(&mut c).unwrap();
         let text = format!("{info:?}");
         for flag in ["write", "denyoom", "fast"] {

@@ -91,6 +91,17 @@ proptest! {
         assert_retry_and_reset_are_exact(Driver::new(TokenBucket::new(burst + 1, count, period).unwrap()), &script);
     }
 
+    /// The rate bound holds over the full parameter ranges too, with gaps
+    /// from nothing to years.
+    #[test]
+    fn never_more_than_the_model_over_full_ranges(
+        (burst, count, period) in any_params(),
+        script in prop::collection::vec((prop_oneof![Just(0u64), 0u64..1_000, 0u64..100_000_000_000_000], 0u64..40), 1..40),
+    ) {
+        assert_within_rate(Driver::new(Gcra::new(burst, count, period).unwrap()), &script, burst + 1, count, period);
+        assert_within_rate(Driver::new(TokenBucket::new(burst + 1, count, period).unwrap()), &script, burst + 1, count, period);
+    }
+
     /// The token bucket decides exactly as GCRA with `max_burst = capacity - 1`,
     /// for any instants, including a clock that steps backwards.
     #[test]
