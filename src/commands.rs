@@ -7,6 +7,7 @@ use crate::args::{self, Positional};
 use crate::clock;
 use crate::config;
 use crate::error::{printable, CommandError};
+use crate::stats;
 use crate::storage::store::{Content, Store};
 use crate::storage::{
     Codec, FixedWindowCodec, GcraCodec, SlidingCounterCodec, SlidingLogCodec, TokenBucketCodec,
@@ -14,6 +15,7 @@ use crate::storage::{
 use redis_module::{Context, RedisString};
 use rl_core::bounds::{MAX_BURST, MAX_LIMIT, MAX_PERIOD_MICROS};
 use rl_core::{FixedWindow, Gcra, Limiter, ParamError, SlidingCounter, SlidingLog, TokenBucket};
+use std::sync::atomic::Ordering;
 
 /// A command: its name, positional arguments, and how they build a limiter.
 pub struct Command<L> {
@@ -122,13 +124,15 @@ pub fn run<C: Codec>(
             Some(update) if !request.peek => Some((
                 C::plan(state.as_ref(), &update.change),
                 update.expires_at.ceil_millis(),
+                C::entries_logged(&update.change),
             )),
             _ => None,
         };
         (outcome.decision, write)
     };
-    if let Some((plan, expire_at_ms)) = write {
+    if let Some((plan, expire_at_ms, logged)) = write {
         C::write(&mut store, plan, expire_at_ms)?;
+        stats::SLIDING_LOG_ENTRIES.fetch_add(logged, Ordering::Relaxed);
     }
     Ok(decision.to_reply(request.unit))
 }

@@ -8,29 +8,30 @@ mod commands;
 mod config;
 mod error;
 mod reply;
+mod stats;
 mod storage;
 
 use redis_module::configuration::ConfigurationFlags;
-use redis_module::{redis_module, Context, RedisResult, RedisString};
+use redis_module::{redis_module, Context, InfoContext, RedisResult, RedisString, Status};
 
 fn rl_gcra(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    reply::guarded(|| commands::gcra(ctx, &args))
+    reply::guarded(&stats::GCRA, || commands::gcra(ctx, &args))
 }
 
 fn rl_token_bucket(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    reply::guarded(|| commands::token_bucket(ctx, &args))
+    reply::guarded(&stats::TOKEN_BUCKET, || commands::token_bucket(ctx, &args))
 }
 
 fn rl_fixed(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    reply::guarded(|| commands::fixed(ctx, &args))
+    reply::guarded(&stats::FIXED, || commands::fixed(ctx, &args))
 }
 
 fn rl_sliding_log(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    reply::guarded(|| commands::sliding_log(ctx, &args))
+    reply::guarded(&stats::SLIDING_LOG, || commands::sliding_log(ctx, &args))
 }
 
 fn rl_sliding_counter(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    reply::guarded(|| commands::sliding_counter(ctx, &args))
+    reply::guarded(&stats::SLIDING_COUNTER, || commands::sliding_counter(ctx, &args))
 }
 
 // Inside Redis every allocation goes through Redis's allocator, so that
@@ -45,11 +46,23 @@ type Allocator = std::alloc::System;
 #[cfg(test)]
 const ALLOCATOR: Allocator = std::alloc::System;
 
+extern "C" fn info(ctx: *mut redis_module::raw::RedisModuleInfoCtx, _for_crash_report: std::os::raw::c_int) {
+    let _ = std::panic::catch_unwind(|| stats::report(&InfoContext::new(ctx)));
+}
+
+fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    // Our own INFO callback: the `ratelimit` section. Registered here, after
+    // the default one, which it replaces.
+    redis_module::raw::register_info_function(ctx.ctx, Some(info));
+    Status::Ok
+}
+
 redis_module! {
     name: "ratelimit",
     version: 1,
     allocator: (Allocator, ALLOCATOR),
     data_types: [],
+    init: init,
     commands: [
         ["rl.gcra", rl_gcra, "write deny-oom fast", 1, 1, 1, AclCategory::None],
         ["rl.token_bucket", rl_token_bucket, "write deny-oom fast", 1, 1, 1, AclCategory::None],

@@ -468,3 +468,27 @@ fn the_aof_receives_the_effect_not_the_command() {
         t_expiry.to_string().len()
     )));
 }
+
+#[test]
+fn info_counts_calls_by_outcome() {
+    let s = Server::start();
+    let mut c = s.client();
+    five(&mut c, &["RL.GCRA", "i", "0", "1", "60"]);
+    five(&mut c, &["RL.GCRA", "i", "0", "1", "60"]);
+    error(&mut c, &["RL.GCRA", "i", "x", "1", "60"]);
+    five(&mut c, &["RL.SLIDING_LOG", "l", "5", "60", "3"]);
+    five(&mut c, &["RL.SLIDING_LOG", "l", "5", "60", "3", "PEEK"]);
+    five(&mut c, &["RL.TOKEN_BUCKET", "t", "5", "1", "60", "0"]);
+    let field = |c: &mut redis::Connection, f: &str| common::info_field(c, "ratelimit", &format!("ratelimit_{f}"));
+    assert_eq!(field(&mut c, "gcra_calls"), 3);
+    assert_eq!(field(&mut c, "gcra_allowed"), 1);
+    assert_eq!(field(&mut c, "gcra_refused"), 1);
+    assert_eq!(field(&mut c, "gcra_errors"), 1);
+    assert_eq!(field(&mut c, "sliding_log_calls"), 2);
+    assert_eq!(field(&mut c, "token_bucket_allowed"), 1);
+    // PEEK writes nothing, so only the first call's three units were logged.
+    assert_eq!(field(&mut c, "sliding_log_entries_written"), 3);
+    assert_eq!(field(&mut c, "fixed_calls"), 0);
+    let modules: String = cmd(&["INFO", "modules"]).query(&mut c).unwrap();
+    assert!(modules.contains("ratelimit_gcra_calls:3"), "{modules}");
+}

@@ -38,6 +38,11 @@ pub trait Codec {
 
     fn plan(state: Option<&StateOf<'_, Self>>, change: &ChangeOf<Self>) -> Self::Plan;
 
+    /// Entries this change adds to a log (for `INFO`); 0 but for the sliding log.
+    fn entries_logged(_change: &ChangeOf<Self>) -> u64 {
+        0
+    }
+
     /// Apply the plan with its absolute expiry, and replicate the effect.
     fn write(store: &mut Store, plan: Self::Plan, expire_at_ms: u64) -> Result<(), CommandError>;
 }

@@ -123,6 +123,10 @@ impl Codec for SlidingLogCodec {
         }
     }
 
+    fn entries_logged(append: &Append) -> u64 {
+        append.count
+    }
+
     fn write(store: &mut Store, plan: LogPlan, expire_at_ms: u64) -> Result<(), CommandError> {
         match plan {
             LogPlan::Replace(value) => store.write(&value, expire_at_ms),
