@@ -89,6 +89,14 @@ pub const SLIDING_COUNTER: Command<SlidingCounter> = Command {
     build: |n| SlidingCounter::new(n[0], n[1]),
 };
 
+/// redis-cell's `CL.THROTTLE`, for drop-in use: the same limiter and state
+/// as `RL.GCRA`, with redis-cell's grammar (no `MS`, no `PEEK`).
+pub const CL_THROTTLE: Command<Gcra> = Command {
+    name: "cl.throttle",
+    positional: GCRA.positional,
+    build: GCRA.build,
+};
+
 /// Run `command` on `args` (`args[0]` is the command name, `args[1]` the key).
 pub fn run<C: Codec>(
     command: &Command<C::Limiter>,
@@ -155,4 +163,22 @@ pub fn sliding_log(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], Comm
 
 pub fn sliding_counter(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError> {
     run::<SlidingCounterCodec>(&SLIDING_COUNTER, ctx, args)
+}
+
+/// `CL.THROTTLE key max_burst count period [quantity]`, exactly.
+pub fn cl_throttle(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError> {
+    if !(5..=6).contains(&args.len()) {
+        return Err(CommandError::WrongArity {
+            command: CL_THROTTLE.name,
+        });
+    }
+    if let Some(option) = args
+        .get(5)
+        .filter(|a| a.as_slice().first().is_some_and(u8::is_ascii_alphabetic))
+    {
+        return Err(CommandError::UnknownOption {
+            token: printable(option.as_slice()),
+        });
+    }
+    run::<GcraCodec>(&CL_THROTTLE, ctx, args)
 }

@@ -50,10 +50,43 @@ extern "C" fn info(ctx: *mut redis_module::raw::RedisModuleInfoCtx, _for_crash_r
     let _ = std::panic::catch_unwind(|| stats::report(&InfoContext::new(ctx)));
 }
 
+/// `CL.THROTTLE`, registered by hand: only when asked for at load time.
+extern "C" fn cl_throttle(
+    ctx: *mut redis_module::raw::RedisModuleCtx,
+    argv: *mut *mut redis_module::raw::RedisModuleString,
+    argc: std::os::raw::c_int,
+) -> std::os::raw::c_int {
+    let context = Context::new(ctx);
+    let args = redis_module::decode_args(ctx, argv, argc);
+    let reply = reply::guarded(&stats::CL_THROTTLE, || commands::cl_throttle(&context, &args));
+    context.reply(reply) as std::os::raw::c_int
+}
+
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     // Our own INFO callback: the `ratelimit` section. Registered here, after
     // the default one, which it replaces.
     redis_module::raw::register_info_function(ctx.ctx, Some(info));
+    if config::cl_throttle_enabled() {
+        // SAFETY: called during OnLoad with the module's context; the names
+        // are NUL-terminated literals.
+        let created = unsafe {
+            redis_module::raw::RedisModule_CreateCommand.map(|create| {
+                create(
+                    ctx.ctx,
+                    c"cl.throttle".as_ptr(),
+                    Some(cl_throttle),
+                    c"write deny-oom fast".as_ptr(),
+                    1,
+                    1,
+                    1,
+                )
+            })
+        };
+        if created != Some(redis_module::raw::REDISMODULE_OK as std::os::raw::c_int) {
+            ctx.log_warning("ratelimit: could not register CL.THROTTLE (is redis-cell loaded too?)");
+            return Status::Err;
+        }
+    }
     Status::Ok
 }
 
@@ -83,7 +116,15 @@ redis_module! {
             ],
         ],
         string: [],
-        bool: [],
+        bool: [
+            [
+                "cl_throttle",
+                &config::CL_THROTTLE,
+                false,
+                ConfigurationFlags::IMMUTABLE,
+                None
+            ],
+        ],
         enum: [],
         module_args_as_configuration: true,
     ]

@@ -40,11 +40,19 @@ pub static TOKEN_BUCKET: CommandStats = CommandStats::new("token_bucket");
 pub static FIXED: CommandStats = CommandStats::new("fixed");
 pub static SLIDING_LOG: CommandStats = CommandStats::new("sliding_log");
 pub static SLIDING_COUNTER: CommandStats = CommandStats::new("sliding_counter");
+pub static CL_THROTTLE: CommandStats = CommandStats::new("cl_throttle");
 
 /// Instants appended to sliding logs (one per allowed unit).
 pub static SLIDING_LOG_ENTRIES: AtomicU64 = AtomicU64::new(0);
 
-const ALL: [&CommandStats; 5] = [&GCRA, &TOKEN_BUCKET, &FIXED, &SLIDING_LOG, &SLIDING_COUNTER];
+const ALL: [&CommandStats; 6] = [
+    &GCRA,
+    &TOKEN_BUCKET,
+    &FIXED,
+    &SLIDING_LOG,
+    &SLIDING_COUNTER,
+    &CL_THROTTLE,
+];
 
 /// The `ratelimit` section of `INFO` (and `INFO modules`, `INFO ratelimit`).
 #[allow(deprecated)] // the builder API cannot name the section after the module alone

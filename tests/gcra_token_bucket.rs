@@ -479,7 +479,8 @@ fn info_counts_calls_by_outcome() {
     five(&mut c, &["RL.SLIDING_LOG", "l", "5", "60", "3"]);
     five(&mut c, &["RL.SLIDING_LOG", "l", "5", "60", "3", "PEEK"]);
     five(&mut c, &["RL.TOKEN_BUCKET", "t", "5", "1", "60", "0"]);
-    let field = |c: &mut redis::Connection, f: &str| common::info_field(c, "ratelimit", &format!("ratelimit_{f}"));
+    let field =
+        |c: &mut redis::Connection, f: &str| common::info_field(c, "ratelimit", &format!("ratelimit_{f}"));
     assert_eq!(field(&mut c, "gcra_calls"), 3);
     assert_eq!(field(&mut c, "gcra_allowed"), 1);
     assert_eq!(field(&mut c, "gcra_refused"), 1);
@@ -491,4 +492,64 @@ fn info_counts_calls_by_outcome() {
     assert_eq!(field(&mut c, "fixed_calls"), 0);
     let modules: String = cmd(&["INFO", "modules"]).query(&mut c).unwrap();
     assert!(modules.contains("ratelimit_gcra_calls:3"), "{modules}");
+}
+
+/// The redis-cell drop-in: opt-in at load time, redis-cell's grammar and
+/// reply, the same state as RL.GCRA. Cases from redis-cell's README.
+#[test]
+fn cl_throttle_drop_in() {
+    let plain = Server::start();
+    assert!(
+        error(&mut plain.client(), &["CL.THROTTLE", "k", "1", "1", "1"]).starts_with("ERR unknown command")
+    );
+    drop(plain);
+
+    let module = common::module_path();
+    let s = Server::start_with(
+        &["--loadmodule", module.to_str().unwrap(), "cl_throttle", "yes"],
+        false,
+    );
+    let mut c = s.client();
+    assert_eq!(
+        five(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60"]),
+        [0, 16, 15, -1, 2]
+    );
+    assert_eq!(
+        five(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60"]),
+        [0, 16, 14, -1, 4]
+    );
+    assert_eq!(
+        five(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "1"]),
+        [0, 16, 13, -1, 6]
+    );
+    // The same limiter seen through RL.GCRA.
+    assert_eq!(
+        five(&mut c, &["RL.GCRA", "user123", "15", "30", "60", "0"]),
+        [0, 16, 13, -1, 6]
+    );
+    assert_eq!(
+        five(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "13"]),
+        [0, 16, 0, -1, 32]
+    );
+    assert_eq!(
+        five(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60"]),
+        [1, 16, 0, 2, 32]
+    );
+    // redis-cell's grammar only: no options, no extra arguments.
+    assert_eq!(
+        error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "MS"]),
+        "ERR syntax error: unknown option 'MS' (expected MS or PEEK)"
+    );
+    assert_eq!(
+        error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "1", "PEEK"]),
+        "ERR wrong number of arguments for 'cl.throttle' command"
+    );
+    assert_eq!(
+        error(&mut c, &["CL.THROTTLE", "user123", "15", "30"]),
+        "ERR wrong number of arguments for 'cl.throttle' command"
+    );
+    assert_eq!(
+        common::info_field(&mut c, "ratelimit", "ratelimit_cl_throttle_calls"),
+        8
+    );
 }
