@@ -6,6 +6,7 @@ mod args;
 mod clock;
 mod commands;
 mod config;
+mod docs;
 mod error;
 mod reply;
 mod stats;
@@ -66,6 +67,7 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     // Our own INFO callback: the `ratelimit` section. Registered here, after
     // the default one, which it replaces.
     redis_module::raw::register_info_function(ctx.ctx, Some(info));
+    docs::register(ctx.ctx);
     if config::cl_throttle_enabled() {
         // SAFETY: called during OnLoad with the module's context; the names
         // are NUL-terminated literals.

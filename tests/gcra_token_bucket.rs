@@ -553,3 +553,70 @@ fn cl_throttle_drop_in() {
         8
     );
 }
+
+#[test]
+fn command_docs_and_acl_category() {
+    let s = Server::start();
+    let mut c = s.client();
+    for (name, params) in [
+        ("rl.gcra", &["max_burst", "count", "period"][..]),
+        ("rl.token_bucket", &["capacity", "refill_count", "refill_period"]),
+        ("rl.fixed", &["limit", "window"]),
+        ("rl.sliding_log", &["limit", "window"]),
+        ("rl.sliding_counter", &["limit", "window"]),
+    ] {
+        let docs: redis::Value = cmd(&["COMMAND", "DOCS", name]).query(&mut c).unwrap();
+        let text = format!("{docs:?}");
+        for expected in [
+            "summary",
+            "complexity",
+            "0.1.0",
+            "key_spec_index",
+            "quantity",
+            "optional",
+            "PEEK",
+            "MS",
+        ] {
+            assert!(text.contains(expected), "{name}: no {expected} in {text}");
+        }
+        for p in params {
+            assert!(text.contains(p), "{name}: no {p} in {text}");
+        }
+        // The declared arity: too few arguments are refused by the server.
+        assert_eq!(
+            error(&mut c, &[name, "k"]),
+            format!("ERR wrong number of arguments for '{name}' command")
+        );
+    }
+    // @ratelimit exists where the server lets modules add ACL categories
+    // (Redis 7.4+, Valkey); elsewhere the commands are only @write @fast.
+    let info: String = cmd(&["INFO", "server"]).query(&mut c).unwrap();
+    let field = |f: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(f))
+            .map(str::trim)
+            .map(str::to_string)
+    };
+    let version: Vec<u32> = field("redis_version:")
+        .unwrap()
+        .split('.')
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    let can_add_categories = field("valkey_version:").is_some() || version >= vec![7, 4];
+    let categories: Vec<String> = cmd(&["ACL", "CAT"]).query(&mut c).unwrap();
+    assert_eq!(categories.contains(&"ratelimit".to_string()), can_add_categories);
+    if can_add_categories {
+        let mut members: Vec<String> = cmd(&["ACL", "CAT", "ratelimit"]).query(&mut c).unwrap();
+        members.sort();
+        assert_eq!(
+            members,
+            [
+                "rl.fixed",
+                "rl.gcra",
+                "rl.sliding_counter",
+                "rl.sliding_log",
+                "rl.token_bucket"
+            ]
+        );
+    }
+}
