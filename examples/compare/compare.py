@@ -59,7 +59,7 @@ def main():
 
 
 def write_svg(allowed):
-    width, row_h, left, bar = 760, 90, 10, 5.8
+    width, row_h, left, bar = 780, 90, 24, 5.8
     height = row_h * len(ALGORITHMS) + 40
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
