@@ -1,0 +1,530 @@
+//! Server-level benchmark: one redis-server with the module, driven by
+//! `redis-benchmark`, comparing in the same run
+//! - the baselines `INCR` and `SET key <19 digits> PXAT <ms>`,
+//! - each `RL.*` command,
+//! - the same algorithm as a hand-written Lua script (`benches/lua/`, run
+//!   with `SCRIPT LOAD` + `EVALSHA`),
+//! - redis-cell's `CL.THROTTLE` when `RL_CELL_MODULE` points at its `.so`,
+//!
+//! on one key and on 100,000 random keys, at pipeline 1 and 16. Reports the
+//! median requests/s of interleaved rounds, the ratio to `INCR`, the server's
+//! microseconds per call (`INFO commandstats`), `MEMORY USAGE` per limiter and
+//! replication bytes per request; with `RL_BENCH_CALLGRIND=1` also the
+//! instructions per call inside Redis's `call()` (callgrind, a fresh server
+//! per workload, random keys, pipeline 16).
+//!
+//! ```sh
+//! cargo bench --bench server            # writes benches/results/latest.{json,md,svg}
+//! ```
+//!
+//! Environment: `RL_SERVER_BIN` (default `redis-server`), `RL_BENCH_ROUNDS`
+//! (default 3), `RL_BENCH_REQUESTS` (default 100000), `RL_CELL_MODULE`,
+//! `RL_BENCH_CALLGRIND`.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Clone)]
+struct Workload {
+    name: String,
+    /// The command-stats entry that measures it (`cmdstat_<this>`).
+    stat: String,
+    /// Arguments for redis-benchmark; `{key}` is the limiter's key.
+    args: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Measurement {
+    workload: String,
+    keys: &'static str,
+    pipeline: u32,
+    requests_per_second_median: f64,
+    requests_per_second_rounds: Vec<f64>,
+    ratio_to_incr: f64,
+    server_usec_per_call: f64,
+}
+
+#[derive(Serialize)]
+struct Report {
+    machine: BTreeMap<&'static str, String>,
+    requests_per_run: u64,
+    rounds: usize,
+    throughput: Vec<Measurement>,
+    instructions_per_call: BTreeMap<String, f64>,
+    memory_usage_bytes: BTreeMap<String, i64>,
+    replication_bytes_per_request: BTreeMap<String, f64>,
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn module_path() -> PathBuf {
+    if let Ok(p) = std::env::var("RL_MODULE") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    [
+        deps.join("libredis_ratelimit.so"),
+        deps.parent().unwrap().join("libredis_ratelimit.so"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+    .expect("the module is built next to the bench binary")
+}
+
+struct Server {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Server {
+    fn start(prefix: &[&str], extra: &[&str]) -> Server {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("rl-bench-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bin = std::env::var("RL_SERVER_BIN").unwrap_or_else(|_| "redis-server".into());
+        let (program, mut args): (String, Vec<String>) = match prefix.split_first() {
+            Some((p, rest)) => (
+                p.to_string(),
+                rest.iter().map(|s| s.to_string()).chain([bin]).collect(),
+            ),
+            None => (bin, vec![]),
+        };
+        args.extend(
+            [
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ]
+            .iter()
+            .map(|s| s.to_string()),
+        );
+        args.extend(["--dir".to_string(), dir.to_string_lossy().into_owned()]);
+        args.extend([
+            "--loadmodule".to_string(),
+            module_path().to_string_lossy().into_owned(),
+        ]);
+        if let Ok(cell) = std::env::var("RL_CELL_MODULE") {
+            args.extend(["--loadmodule".to_string(), cell]);
+        }
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let child = Command::new(program)
+            .args(&args)
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the server");
+        let server = Server { child, port, dir };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while server.query(&["PING"]).as_deref() != Some("PONG") {
+            assert!(Instant::now() < deadline, "the server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+
+    fn connection(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    fn query(&self, args: &[&str]) -> Option<String> {
+        let mut con = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+            .ok()?
+            .get_connection()
+            .ok()?;
+        let mut cmd = redis::cmd(args[0]);
+        cmd.arg(&args[1..]);
+        cmd.query::<String>(&mut con).ok()
+    }
+
+    fn info_field(&self, section: &str, field: &str) -> Option<String> {
+        let info = self.query(&["INFO", section])?;
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
+    }
+
+    fn stop(mut self) {
+        let _ = self.query(&["SHUTDOWN", "NOSAVE"]);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `redis-benchmark` on `workload`; returns requests per second.
+fn benchmark(port: u16, workload: &Workload, requests: u64, pipeline: u32, random: bool) -> f64 {
+    let key = if random { "user:__rand_int__" } else { "user:one" };
+    let args: Vec<String> = workload.args.iter().map(|a| a.replace("{key}", key)).collect();
+    let mut cmd = Command::new("redis-benchmark");
+    cmd.args(["-p", &port.to_string(), "-n", &requests.to_string(), "-c", "50"])
+        .args(["-P", &pipeline.to_string(), "--csv"]);
+    if random {
+        cmd.args(["-r", "100000"]);
+    }
+    let out = cmd
+        .args(&args)
+        .output()
+        .expect("redis-benchmark (apt-get install redis-tools)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // CSV: "test","rps",...: the last line carries the numbers.
+    text.lines()
+        .last()
+        .and_then(|l| l.split(',').nth(1))
+        .and_then(|v| v.trim_matches('"').parse().ok())
+        .unwrap_or_else(|| panic!("no result from redis-benchmark for {}: {text}", workload.name))
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s[s.len() / 2]
+}
+
+fn workloads(server: &Server) -> Vec<Workload> {
+    let w = |name: &str, stat: &str, args: &[&str]| Workload {
+        name: name.into(),
+        stat: stat.into(),
+        args: args.iter().map(|s| s.to_string()).collect(),
+    };
+    let far_future = "4102444800000";
+    let mut list = vec![
+        w("INCR", "incr", &["INCR", "{key}"]),
+        w(
+            "SET .. PXAT",
+            "set",
+            &["SET", "{key}", "1763700000000000123", "PXAT", far_future],
+        ),
+        w("RL.GCRA", "rl.gcra", &["RL.GCRA", "{key}", "99", "100", "1"]),
+        w(
+            "RL.TOKEN_BUCKET",
+            "rl.token_bucket",
+            &["RL.TOKEN_BUCKET", "{key}", "100", "100", "1"],
+        ),
+        w("RL.FIXED", "rl.fixed", &["RL.FIXED", "{key}", "100", "1"]),
+        w(
+            "RL.SLIDING_LOG",
+            "rl.sliding_log",
+            &["RL.SLIDING_LOG", "{key}", "100", "1"],
+        ),
+        w(
+            "RL.SLIDING_COUNTER",
+            "rl.sliding_counter",
+            &["RL.SLIDING_COUNTER", "{key}", "100", "1"],
+        ),
+    ];
+    let lua_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/lua");
+    for (file, params) in [
+        ("gcra", &["99", "100", "1"][..]),
+        ("token_bucket", &["100", "100", "1"]),
+        ("fixed", &["100", "1"]),
+        ("sliding_log", &["100", "1"]),
+        ("sliding_counter", &["100", "1"]),
+    ] {
+        let script = std::fs::read_to_string(lua_dir.join(format!("{file}.lua"))).unwrap();
+        let mut con = server.connection();
+        let sha: String = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(&script)
+            .query(&mut con)
+            .unwrap();
+        let mut args = vec!["EVALSHA", sha.as_str(), "1", "{key}"];
+        args.extend_from_slice(params);
+        list.push(w(&format!("Lua {file}"), "evalsha", &args));
+    }
+    if std::env::var("RL_CELL_MODULE").is_ok() {
+        list.push(w(
+            "CL.THROTTLE (redis-cell)",
+            "cl.throttle",
+            &["CL.THROTTLE", "{key}", "99", "100", "1"],
+        ));
+    }
+    list
+}
+
+fn usec_per_call(server: &Server, stat: &str) -> f64 {
+    let line = server
+        .info_field("commandstats", &format!("cmdstat_{stat}"))
+        .unwrap_or_default();
+    line.split(',')
+        .find_map(|kv| kv.strip_prefix("usec_per_call="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// Instructions executed inside `call()` per command, with callgrind: a
+/// fresh server per workload, `requests` calls on random keys at pipeline 16,
+/// minus an empty run's cost.
+fn instructions_per_call(list: &[Workload], requests: u64) -> BTreeMap<String, f64> {
+    let out_dir = std::env::temp_dir().join(format!("rl-callgrind-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let run = |workload: Option<&Workload>, tag: &str| -> f64 {
+        let file = out_dir.join(format!("{tag}.out"));
+        let file_arg = format!("--callgrind-out-file={}", file.display());
+        let server = Server::start(
+            &["valgrind", "--tool=callgrind", "--toggle-collect=call", &file_arg],
+            &[],
+        );
+        if let Some(w) = workload {
+            // Scripts must be loaded in this server too.
+            let fresh = workloads(&server);
+            let w = fresh.iter().find(|f| f.name == w.name).unwrap();
+            benchmark(server.port, w, requests, 16, true);
+        }
+        server.stop();
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        text.lines()
+            .find_map(|l| l.strip_prefix("summary:").or_else(|| l.strip_prefix("totals:")))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    let baseline = run(None, "empty");
+    let mut result = BTreeMap::new();
+    for (i, w) in list.iter().enumerate() {
+        let total = run(Some(w), &format!("w{i}"));
+        result.insert(w.name.clone(), ((total - baseline) / requests as f64).round());
+        eprintln!(
+            "callgrind: {}: {:.0} instructions per call",
+            w.name, result[&w.name]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out_dir);
+    result
+}
+
+fn main() {
+    let rounds: usize = env_or("RL_BENCH_ROUNDS", 3);
+    let requests: u64 = env_or("RL_BENCH_REQUESTS", 100_000);
+    let server = Server::start(&[], &[]);
+    let list = workloads(&server);
+
+    let mut throughput = Vec::new();
+    for (keys, random) in [("one key", false), ("100,000 random keys", true)] {
+        for pipeline in [1u32, 16] {
+            let n = if pipeline == 1 { requests / 5 } else { requests };
+            let mut rounds_rps: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
+            let mut usec: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
+            // Interleaved: every round runs every workload once, so a noisy
+            // moment of the machine touches all of them alike.
+            for _ in 0..rounds {
+                for (i, w) in list.iter().enumerate() {
+                    server.query(&["FLUSHALL"]);
+                    server.query(&["CONFIG", "RESETSTAT"]);
+                    rounds_rps[i].push(benchmark(server.port, w, n, pipeline, random));
+                    usec[i].push(usec_per_call(&server, &w.stat));
+                }
+            }
+            let incr = median(&rounds_rps[0]);
+            for (i, w) in list.iter().enumerate() {
+                let m = median(&rounds_rps[i]);
+                eprintln!("{keys}, pipeline {pipeline}: {}: {m:.0} requests/s", w.name);
+                throughput.push(Measurement {
+                    workload: w.name.clone(),
+                    keys,
+                    pipeline,
+                    requests_per_second_median: m,
+                    requests_per_second_rounds: rounds_rps[i].clone(),
+                    ratio_to_incr: m / incr,
+                    server_usec_per_call: median(&usec[i]),
+                });
+            }
+        }
+    }
+
+    // Memory per limiter and replication bytes per request.
+    let mut memory = BTreeMap::new();
+    let mut con = server.connection();
+    for w in list
+        .iter()
+        .filter(|w| w.name.starts_with("RL.") || w.name.starts_with("Lua"))
+    {
+        let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+        for _ in 0..2 {
+            let args: Vec<String> = w.args.iter().map(|a| a.replace("{key}", "user:000001")).collect();
+            let _: redis::Value = redis::cmd(&args[0]).arg(&args[1..]).query(&mut con).unwrap();
+        }
+        let bytes: i64 = redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg("user:000001")
+            .query(&mut con)
+            .unwrap_or(-1);
+        memory.insert(w.name.clone(), bytes);
+    }
+    let replica = {
+        let port = server.port.to_string();
+        let rep = Server::start(&[], &["--replicaof", "127.0.0.1", &port]);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while rep.info_field("replication", "master_link_status").as_deref() != Some("up") {
+            assert!(Instant::now() < deadline, "replica never synced");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        rep
+    };
+    let mut replication = BTreeMap::new();
+    for w in &list {
+        server.query(&["FLUSHALL"]);
+        let before: f64 = server
+            .info_field("replication", "master_repl_offset")
+            .unwrap()
+            .parse()
+            .unwrap();
+        benchmark(server.port, w, 10_000, 16, true);
+        let after: f64 = server
+            .info_field("replication", "master_repl_offset")
+            .unwrap()
+            .parse()
+            .unwrap();
+        replication.insert(w.name.clone(), ((after - before) / 10_000.0).round());
+    }
+    replica.stop();
+    let version = server.info_field("server", "redis_version").unwrap_or_default();
+    server.stop();
+
+    let instructions = if std::env::var("RL_BENCH_CALLGRIND").is_ok_and(|v| v == "1") {
+        instructions_per_call(&list, 20_000)
+    } else {
+        BTreeMap::new()
+    };
+
+    let mut machine = BTreeMap::new();
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .unwrap_or("")
+        .trim_start_matches([' ', '\t', ':']);
+    machine.insert("cpu", model.to_string());
+    machine.insert(
+        "cores",
+        std::thread::available_parallelism()
+            .map(|n| n.get().to_string())
+            .unwrap_or_default(),
+    );
+    machine.insert("server", format!("redis_version {version}"));
+    let report = Report {
+        machine,
+        requests_per_run: requests,
+        rounds,
+        throughput,
+        instructions_per_call: instructions,
+        memory_usage_bytes: memory,
+        replication_bytes_per_request: replication,
+    };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/results");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("latest.json"),
+        serde_json::to_string_pretty(&report).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(dir.join("latest.md"), markdown(&report)).unwrap();
+    std::fs::write(dir.join("throughput.svg"), chart(&report)).unwrap();
+    println!("{}", markdown(&report));
+}
+
+fn markdown(r: &Report) -> String {
+    let mut s = format!(
+        "Machine: {} ({} cores), {}; {} rounds, medians; {} requests per pipelined run.\n\n",
+        r.machine["cpu"], r.machine["cores"], r.machine["server"], r.rounds, r.requests_per_run
+    );
+    s.push_str(
+        "| workload | keys | pipeline | requests/s | vs INCR | server µs/call |\n|---|---|---|---|---|---|\n",
+    );
+    for m in &r.throughput {
+        s.push_str(&format!(
+            "| {} | {} | {} | {:.0} | {:.2} | {:.2} |\n",
+            m.workload,
+            m.keys,
+            m.pipeline,
+            m.requests_per_second_median,
+            m.ratio_to_incr,
+            m.server_usec_per_call
+        ));
+    }
+    s.push_str("\n| workload | MEMORY USAGE (user:000001) | replication bytes/request | instructions/call |\n|---|---|---|---|\n");
+    for (name, bytes) in &r.memory_usage_bytes {
+        let repl = r
+            .replication_bytes_per_request
+            .get(name)
+            .copied()
+            .unwrap_or(f64::NAN);
+        let ins = r
+            .instructions_per_call
+            .get(name)
+            .map_or("not measured".to_string(), |v| format!("{v:.0}"));
+        s.push_str(&format!("| {name} | {bytes} | {repl:.0} | {ins} |\n"));
+    }
+    s
+}
+
+/// Requests/s relative to INCR, random keys, pipeline 16, as horizontal bars.
+fn chart(r: &Report) -> String {
+    let rows: Vec<&Measurement> = r
+        .throughput
+        .iter()
+        .filter(|m| m.keys == "100,000 random keys" && m.pipeline == 16)
+        .collect();
+    let (w, row_h, label_w) = (720.0, 24.0, 220.0);
+    let h = 40.0 + row_h * rows.len() as f64;
+    let max = rows.iter().map(|m| m.ratio_to_incr).fold(1.0, f64::max);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"{w}\" height=\"{h}\" fill=\"white\"/>\n<text x=\"10\" y=\"18\" font-weight=\"bold\">Throughput relative to INCR (100,000 random keys, pipeline 16; medians)</text>\n"
+    );
+    for (i, m) in rows.iter().enumerate() {
+        let y = 30.0 + row_h * i as f64;
+        let len = (w - label_w - 70.0) * m.ratio_to_incr / max;
+        let color = if m.workload.starts_with("RL.") {
+            "#2b6cb0"
+        } else if m.workload.starts_with("Lua") {
+            "#c05621"
+        } else {
+            "#718096"
+        };
+        s.push_str(&format!(
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n<rect x=\"{label_w}\" y=\"{y}\" width=\"{len:.1}\" height=\"{}\" fill=\"{color}\"/>\n<text x=\"{:.1}\" y=\"{}\">{:.2}</text>\n",
+            label_w - 6.0,
+            y + 14.0,
+            m.workload,
+            row_h - 6.0,
+            label_w + len + 4.0,
+            y + 14.0,
+            m.ratio_to_incr
+        ));
+    }
+    s.push_str("</svg>\n");
+    s
+}
