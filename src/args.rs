@@ -18,10 +18,50 @@ pub struct Positional {
     pub is_duration: bool,
 }
 
+/// An argument as raw bytes: a client's string, or a test's slice.
+pub trait AsBytes {
+    fn bytes(&self) -> &[u8];
+}
+
+impl AsBytes for &[u8] {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+impl AsBytes for redis_module::RedisString {
+    fn bytes(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+/// The positional numbers of a request, without allocating (at most 3).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Numbers {
+    values: [u64; 3],
+    len: usize,
+}
+
+impl Numbers {
+    fn push(&mut self, v: u64) {
+        if let Some(slot) = self.values.get_mut(self.len) {
+            *slot = v;
+            self.len += 1;
+        }
+    }
+}
+
+impl std::ops::Deref for Numbers {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        &self.values[..self.len]
+    }
+}
+
 /// Everything after the key, validated. Durations are in microseconds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
-    pub numbers: Vec<u64>,
+    pub numbers: Numbers,
     pub quantity: u64,
     pub unit: TimeUnit,
     pub peek: bool,
@@ -81,13 +121,17 @@ fn flag(token: &[u8]) -> Option<Flag> {
 /// Parse `positional... [quantity] [MS] [PEEK]` (the arguments after the key).
 /// Options may come in any order and may repeat; `quantity`, when present,
 /// comes right after the positionals.
-pub fn parse(command: &'static str, spec: &[Positional], args: &[&[u8]]) -> Result<Request, CommandError> {
+pub fn parse<T: AsBytes>(
+    command: &'static str,
+    spec: &[Positional],
+    args: &[T],
+) -> Result<Request, CommandError> {
     if args.len() < spec.len() {
         return Err(CommandError::WrongArity { command });
     }
     let (positional, rest) = args.split_at(spec.len());
     let mut request = Request {
-        numbers: Vec::with_capacity(spec.len()),
+        numbers: Numbers::default(),
         quantity: 1,
         unit: TimeUnit::Seconds,
         peek: false,
@@ -95,12 +139,13 @@ pub fn parse(command: &'static str, spec: &[Positional], args: &[&[u8]]) -> Resu
     let mut options = rest;
     if let Some((first, tail)) = rest.split_first() {
         // A token that does not start with a letter is meant as the quantity.
-        if !first.first().is_some_and(u8::is_ascii_alphabetic) {
-            request.quantity = parse_in_range(first, "quantity", 0, MAX_QUANTITY)?;
+        if !first.bytes().first().is_some_and(u8::is_ascii_alphabetic) {
+            request.quantity = parse_in_range(first.bytes(), "quantity", 0, MAX_QUANTITY)?;
             options = tail;
         }
     }
     for token in options {
+        let token = token.bytes();
         match flag(token) {
             Some(Flag::Ms) => request.unit = TimeUnit::Millis,
             Some(Flag::Peek) => request.peek = true,
@@ -111,7 +156,8 @@ pub fn parse(command: &'static str, spec: &[Positional], args: &[&[u8]]) -> Resu
             }
         }
     }
-    for (p, bytes) in spec.iter().zip(positional) {
+    for (p, token) in spec.iter().zip(positional) {
+        let bytes = token.bytes();
         let value = if p.is_duration {
             let per_unit = request.unit.micros_per_unit();
             let max = p.max.min(MAX_PERIOD_MICROS) / per_unit;
@@ -187,12 +233,12 @@ mod tests {
     fn quantity_and_options_in_any_order() {
         let r = p(&["10", "60"]).unwrap();
         assert_eq!(
-            (r.numbers, r.quantity, r.unit, r.peek),
+            (r.numbers.to_vec(), r.quantity, r.unit, r.peek),
             (vec![10, 60_000_000], 1, TimeUnit::Seconds, false)
         );
         let r = p(&["10", "60", "3", "peek", "Ms"]).unwrap();
         assert_eq!(
-            (r.numbers, r.quantity, r.unit, r.peek),
+            (r.numbers.to_vec(), r.quantity, r.unit, r.peek),
             (vec![10, 60_000], 3, TimeUnit::Millis, true)
         );
         let r = p(&["10", "60", "MS", "PEEK", "ms"]).unwrap();
@@ -210,7 +256,7 @@ mod tests {
             is_duration: false,
         }];
         let parse_limit = |v: &str| parse("rl.sliding_log", &CAPPED, &[v.as_bytes()]);
-        assert_eq!(parse_limit("100").unwrap().numbers, vec![100]);
+        assert_eq!(parse_limit("100").unwrap().numbers.to_vec(), vec![100]);
         assert_eq!(
             parse_limit("101"),
             Err(CommandError::BadNumber {

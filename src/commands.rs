@@ -108,8 +108,7 @@ pub fn run<C: Codec>(
             command: command.name,
         });
     };
-    let tokens: Vec<&[u8]> = rest.iter().map(RedisString::as_slice).collect();
-    let request = args::parse(command.name, command.positional, &tokens)?;
+    let request = args::parse(command.name, command.positional, rest)?;
     let limiter = (command.build)(&request.numbers)
         .map_err(|ParamError::OutOfRange { name, min, max }| CommandError::BadNumber { name, min, max })?;
     let now = clock::now();

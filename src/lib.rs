@@ -16,23 +16,25 @@ use redis_module::configuration::ConfigurationFlags;
 use redis_module::{redis_module, Context, InfoContext, RedisResult, RedisString, Status};
 
 fn rl_gcra(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    reply::guarded(&stats::GCRA, || commands::gcra(ctx, &args))
+    reply::guarded(ctx, &stats::GCRA, || commands::gcra(ctx, &args))
 }
 
 fn rl_token_bucket(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    reply::guarded(&stats::TOKEN_BUCKET, || commands::token_bucket(ctx, &args))
+    reply::guarded(ctx, &stats::TOKEN_BUCKET, || commands::token_bucket(ctx, &args))
 }
 
 fn rl_fixed(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    reply::guarded(&stats::FIXED, || commands::fixed(ctx, &args))
+    reply::guarded(ctx, &stats::FIXED, || commands::fixed(ctx, &args))
 }
 
 fn rl_sliding_log(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    reply::guarded(&stats::SLIDING_LOG, || commands::sliding_log(ctx, &args))
+    reply::guarded(ctx, &stats::SLIDING_LOG, || commands::sliding_log(ctx, &args))
 }
 
 fn rl_sliding_counter(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    reply::guarded(&stats::SLIDING_COUNTER, || commands::sliding_counter(ctx, &args))
+    reply::guarded(ctx, &stats::SLIDING_COUNTER, || {
+        commands::sliding_counter(ctx, &args)
+    })
 }
 
 // Inside Redis every allocation goes through Redis's allocator, so that
@@ -59,7 +61,9 @@ extern "C" fn cl_throttle(
 ) -> std::os::raw::c_int {
     let context = Context::new(ctx);
     let args = redis_module::decode_args(ctx, argv, argc);
-    let reply = reply::guarded(&stats::CL_THROTTLE, || commands::cl_throttle(&context, &args));
+    let reply = reply::guarded(&context, &stats::CL_THROTTLE, || {
+        commands::cl_throttle(&context, &args)
+    });
     context.reply(reply) as std::os::raw::c_int
 }
 

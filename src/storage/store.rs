@@ -184,9 +184,22 @@ impl Store {
         value: &[u8],
         expire_at_ms: c_longlong,
     ) -> Result<(), CommandError> {
-        // SAFETY: the key is open for writing; the created string is handed
-        // to the key (StringSet takes its own reference) and then released.
+        // SAFETY: the key is open for writing. In place: DMA in write mode
+        // returns `len` writable bytes, and we write exactly `len`. Otherwise
+        // the created string is handed to the key (StringSet takes its own
+        // reference) and then released.
         unsafe {
+            if self.overwrite_in_place(key, value)? {
+                Self::set_abs_expire(key, expire_at_ms)?;
+                let replicate = raw::RedisModule_Replicate.ok_or(MISSING_API)?;
+                let status = self.send_set(replicate, c"sbcl", value, expire_at_ms);
+                if status != raw::REDISMODULE_OK as c_int {
+                    return Err(CommandError::Storage {
+                        detail: "could not replicate the write",
+                    });
+                }
+                return Ok(());
+            }
             let create = raw::RedisModule_CreateString.ok_or(MISSING_API)?;
             let set = raw::RedisModule_StringSet.ok_or(MISSING_API)?;
             let free = raw::RedisModule_FreeString.ok_or(MISSING_API)?;
@@ -230,6 +243,37 @@ impl Store {
 }
 
 impl Store {
+    /// A string value of the same length is overwritten where it lies: no
+    /// new object, no keyspace update (the common case: a limiter's state
+    /// has a fixed size). Returns whether it did.
+    ///
+    /// # Safety
+    /// `key` is open for writing.
+    unsafe fn overwrite_in_place(
+        &self,
+        key: NonNull<raw::RedisModuleKey>,
+        value: &[u8],
+    ) -> Result<bool, CommandError> {
+        let key_type = raw::RedisModule_KeyType.ok_or(MISSING_API)?(key.as_ptr());
+        if key_type as isize != raw::REDISMODULE_KEYTYPE_STRING
+            || raw::RedisModule_ValueLength.ok_or(MISSING_API)?(key.as_ptr()) != value.len()
+        {
+            return Ok(false);
+        }
+        let dma = raw::RedisModule_StringDMA.ok_or(MISSING_API)?;
+        let mut len = 0usize;
+        let ptr = dma(
+            key.as_ptr(),
+            &mut len,
+            (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int,
+        );
+        if ptr.is_null() || len != value.len() {
+            return Ok(false);
+        }
+        std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len).copy_from_slice(value);
+        Ok(true)
+    }
+
     /// Grow the value to `new_len` bytes (zero-filled) if shorter, overwrite
     /// the `patches` (offset, bytes) in place, set the absolute expiry, and
     /// replicate exactly that: one `SETRANGE` per patch and a `PEXPIREAT`.
