@@ -189,27 +189,18 @@ impl Store {
         // the created string is handed to the key (StringSet takes its own
         // reference) and then released.
         unsafe {
-            if self.overwrite_in_place(key, value)? {
-                Self::set_abs_expire(key, expire_at_ms)?;
-                let replicate = raw::RedisModule_Replicate.ok_or(MISSING_API)?;
-                let status = self.send_set(replicate, c"sbcb", value, expire_at_ms);
+            if !self.overwrite_in_place(key, value)? {
+                let create = raw::RedisModule_CreateString.ok_or(MISSING_API)?;
+                let set = raw::RedisModule_StringSet.ok_or(MISSING_API)?;
+                let free = raw::RedisModule_FreeString.ok_or(MISSING_API)?;
+                let s = create(self.ctx, value.as_ptr().cast::<c_char>(), value.len());
+                let status = set(key.as_ptr(), s);
+                free(self.ctx, s);
                 if status != raw::REDISMODULE_OK as c_int {
                     return Err(CommandError::Storage {
-                        detail: "could not replicate the write",
+                        detail: "the server refused the write",
                     });
                 }
-                return Ok(());
-            }
-            let create = raw::RedisModule_CreateString.ok_or(MISSING_API)?;
-            let set = raw::RedisModule_StringSet.ok_or(MISSING_API)?;
-            let free = raw::RedisModule_FreeString.ok_or(MISSING_API)?;
-            let s = create(self.ctx, value.as_ptr().cast::<c_char>(), value.len());
-            let status = set(key.as_ptr(), s);
-            free(self.ctx, s);
-            if status != raw::REDISMODULE_OK as c_int {
-                return Err(CommandError::Storage {
-                    detail: "the server refused the write",
-                });
             }
             Self::set_abs_expire(key, expire_at_ms)?;
             let replicate = raw::RedisModule_Replicate.ok_or(MISSING_API)?;

@@ -75,10 +75,11 @@ impl Limiter for FixedWindow {
             retry_after: RetryAfter::Allowed,
             reset: if used == 0 { Micros::ZERO } else { to_end },
         };
-        if quantity == 0 {
-            return Outcome::unchanged(decision);
+        if let Some(done) = Outcome::settled(decision, quantity) {
+            return done;
         }
-        if quantity > self.limit || start > MAX_WINDOW_START {
+        if start > MAX_WINDOW_START {
+            // Beyond what can be stored (about the year 4253).
             decision.blocked = true;
             decision.retry_after = RetryAfter::Never;
             return Outcome::unchanged(decision);

@@ -112,13 +112,8 @@ impl Limiter for Gcra {
             retry_after: RetryAfter::Allowed,
             reset: self.micros(tat - now_t),
         };
-        if quantity == 0 {
-            return Outcome::unchanged(decision);
-        }
-        if quantity > self.limit {
-            decision.blocked = true;
-            decision.retry_after = RetryAfter::Never;
-            return Outcome::unchanged(decision);
+        if let Some(done) = Outcome::settled(decision, quantity) {
+            return done;
         }
         let new_tat = tat + u128::from(quantity) * self.emission_interval;
         let expires_at = u64::try_from(new_tat.div_ceil(d)).ok();

@@ -1,6 +1,6 @@
 //! What every algorithm provides: one pure decision from (state, now, quantity).
 
-use crate::decision::Decision;
+use crate::decision::{Decision, RetryAfter};
 use crate::time::Instant;
 
 /// The result of one check: the decision, and the change to store if any.
@@ -45,5 +45,20 @@ impl<S> Outcome<S> {
             decision,
             update: None,
         }
+    }
+
+    /// The two answers every algorithm gives the same way, given the
+    /// decision describing the current state: a query (`quantity` 0) changes
+    /// nothing, and more than `limit` units can never pass.
+    pub(crate) fn settled(mut decision: Decision, quantity: u64) -> Option<Self> {
+        if quantity == 0 {
+            return Some(Outcome::unchanged(decision));
+        }
+        if quantity > decision.limit {
+            decision.blocked = true;
+            decision.retry_after = RetryAfter::Never;
+            return Some(Outcome::unchanged(decision));
+        }
+        None
     }
 }

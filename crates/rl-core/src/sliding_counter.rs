@@ -141,10 +141,11 @@ impl Limiter for SlidingCounter {
             retry_after: RetryAfter::Allowed,
             reset: self.reset(now, start, prev, cur),
         };
-        if quantity == 0 {
-            return Outcome::unchanged(decision);
+        if let Some(done) = Outcome::settled(decision, quantity) {
+            return done;
         }
-        if quantity > self.limit || start > MAX_WINDOW_START {
+        if start > MAX_WINDOW_START {
+            // Beyond what can be stored (about the year 4253).
             decision.blocked = true;
             decision.retry_after = RetryAfter::Never;
             return Outcome::unchanged(decision);

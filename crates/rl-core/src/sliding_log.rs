@@ -146,13 +146,8 @@ impl Limiter for SlidingLog {
                 .filter(|_| in_window > 0)
                 .map_or(Micros::ZERO, |t| self.until_out(now, t)),
         };
-        if quantity == 0 {
-            return Outcome::unchanged(decision);
-        }
-        if quantity > self.limit {
-            decision.blocked = true;
-            decision.retry_after = RetryAfter::Never;
-            return Outcome::unchanged(decision);
+        if let Some(done) = Outcome::settled(decision, quantity) {
+            return done;
         }
         // At most `limit - q` entries may stay in the window: the one just
         // older than those must have left it.

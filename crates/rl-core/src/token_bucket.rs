@@ -139,13 +139,8 @@ impl Limiter for TokenBucket {
             retry_after: RetryAfter::Allowed,
             reset: self.time_for(full - level),
         };
-        if quantity == 0 {
-            return Outcome::unchanged(decision);
-        }
-        if quantity > self.capacity {
-            decision.blocked = true;
-            decision.retry_after = RetryAfter::Never;
-            return Outcome::unchanged(decision);
+        if let Some(done) = Outcome::settled(decision, quantity) {
+            return done;
         }
         let cost = i128::from(quantity) * i128::from(self.grains_per_token);
         if level < cost {
