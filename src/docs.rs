@@ -65,6 +65,18 @@ fn arg(name: &'static CStr, type_: raw::RedisModuleCommandArgType, flags: u32) -
     }
 }
 
+/// An optional pure-token argument (an option such as `MS`).
+fn token(name: &'static CStr, token: &'static CStr) -> raw::RedisModuleCommandArg {
+    raw::RedisModuleCommandArg {
+        token: token.as_ptr(),
+        ..arg(
+            name,
+            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
+            raw::REDISMODULE_CMD_ARG_OPTIONAL,
+        )
+    }
+}
+
 /// Describe the five commands; add them to `@ratelimit` where possible.
 /// Returns how many were documented.
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> usize {
@@ -122,20 +134,8 @@ pub fn register(ctx: *mut raw::RedisModuleCtx) -> usize {
                 raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
                 optional,
             ));
-            let mut ms = arg(
-                c"ms",
-                raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
-                optional,
-            );
-            ms.token = c"MS".as_ptr();
-            args.push(ms);
-            let mut peek = arg(
-                c"peek",
-                raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
-                optional,
-            );
-            peek.token = c"PEEK".as_ptr();
-            args.push(peek);
+            args.push(token(c"ms", c"MS"));
+            args.push(token(c"peek", c"PEEK"));
             args.push(std::mem::zeroed()); // terminator
 
             let mut info: raw::RedisModuleCommandInfo = std::mem::zeroed();

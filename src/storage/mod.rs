@@ -141,15 +141,23 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// Append the decimal digits of `v`.
-pub(crate) fn push_decimal(out: &mut Encoded, mut v: u128) {
+/// Append the decimal digits of `v`. Divides in 64 bits once the value fits
+/// (128-bit division is a slow library call, and most values fit).
+pub(crate) fn push_decimal(out: &mut Encoded, v: u128) {
     let mut digits = [0u8; 39];
     let mut i = digits.len();
+    let mut big = v;
+    while big > u128::from(u64::MAX) {
+        i -= 1;
+        digits[i] = b'0' + (big % 10) as u8;
+        big /= 10;
+    }
+    let mut small = u64::try_from(big).unwrap_or(0);
     loop {
         i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
+        digits[i] = b'0' + (small % 10) as u8;
+        small /= 10;
+        if small == 0 {
             break;
         }
     }
@@ -175,7 +183,15 @@ mod tests {
 
     #[test]
     fn decimal_round_trip() {
-        for v in [0u128, 7, 10, 1_763_700_000_000_000_000, u128::MAX] {
+        for v in [
+            0u128,
+            7,
+            10,
+            1_763_700_000_000_000_000,
+            u128::from(u64::MAX),
+            u128::from(u64::MAX) + 1,
+            u128::MAX,
+        ] {
             let mut e = Encoded::new();
             push_decimal(&mut e, v);
             assert_eq!(parse_decimal(e.as_slice()), Some(v));

@@ -11,6 +11,7 @@
 //! Either way, what replicas and the AOF receive is the effect,
 //! `SET key value PXAT ms`, never the command.
 
+use super::{push_decimal, Encoded};
 use crate::error::CommandError;
 use redis_module::raw;
 use std::ffi::CStr;
@@ -82,6 +83,8 @@ pub struct Store {
     access: Access,
     key: Option<NonNull<raw::RedisModuleKey>>,
     reply: Option<CallReply>,
+    /// The length of the string value read by `read` (direct access).
+    string_len: Option<usize>,
 }
 
 impl Store {
@@ -99,6 +102,7 @@ impl Store {
             access,
             key: None,
             reply: None,
+            string_len: None,
         };
         if access == Access::Direct {
             let open = raw::RedisModule_OpenKey.ok_or(MISSING_API)?;
@@ -117,7 +121,15 @@ impl Store {
     /// The key's current content. Borrowed until the next write.
     pub fn read(&mut self) -> Result<Content<'_>, CommandError> {
         match (self.access, self.key) {
-            (Access::Direct, Some(key)) => Self::read_direct(key),
+            (Access::Direct, Some(key)) => {
+                let content = Self::read_direct(key)?;
+                // Remembered for the write: same length means overwrite in place.
+                self.string_len = match &content {
+                    Content::String(bytes) => Some(bytes.len()),
+                    _ => None,
+                };
+                Ok(content)
+            }
             _ => self.read_command(),
         }
     }
@@ -234,21 +246,18 @@ impl Store {
 }
 
 impl Store {
-    /// A string value of the same length is overwritten where it lies: no
-    /// new object, no keyspace update (the common case: a limiter's state
-    /// has a fixed size). Returns whether it did.
+    /// A string value of the same length (as read) is overwritten where it
+    /// lies: no new object, no keyspace update (the common case: a limiter's
+    /// state has a fixed size). Returns whether it did.
     ///
     /// # Safety
-    /// `key` is open for writing.
+    /// `key` is open for writing and was read by this store.
     unsafe fn overwrite_in_place(
         &self,
         key: NonNull<raw::RedisModuleKey>,
         value: &[u8],
     ) -> Result<bool, CommandError> {
-        let key_type = raw::RedisModule_KeyType.ok_or(MISSING_API)?(key.as_ptr());
-        if key_type as isize != raw::REDISMODULE_KEYTYPE_STRING
-            || raw::RedisModule_ValueLength.ok_or(MISSING_API)?(key.as_ptr()) != value.len()
-        {
+        if self.string_len != Some(value.len()) {
             return Ok(false);
         }
         let dma = raw::RedisModule_StringDMA.ok_or(MISSING_API)?;
@@ -287,8 +296,7 @@ impl Store {
         // DMA in write mode returns `len` writable bytes valid until the next
         // key operation; every patch is bounds-checked against `len`.
         unsafe {
-            let value_len = raw::RedisModule_ValueLength.ok_or(MISSING_API)?(key.as_ptr());
-            if new_len > value_len {
+            if new_len > self.string_len.unwrap_or(0) {
                 let truncate = raw::RedisModule_StringTruncate.ok_or(MISSING_API)?;
                 if truncate(key.as_ptr(), new_len) != raw::REDISMODULE_OK as c_int {
                     return Err(CommandError::Storage {
@@ -398,8 +406,9 @@ impl Store {
         value: &[u8],
         expire_at_ms: c_longlong,
     ) -> R {
-        let mut digits = [0u8; 20];
-        let expiry = decimal(expire_at_ms.max(0).unsigned_abs(), &mut digits);
+        let mut expiry = Encoded::new();
+        push_decimal(&mut expiry, u128::from(expire_at_ms.max(0).unsigned_abs()));
+        let expiry = expiry.as_slice();
         // `b` takes (pointer, length) of a buffer that outlives the call.
         send(
             self.ctx,
@@ -412,19 +421,6 @@ impl Store {
             expiry.as_ptr().cast::<c_char>(),
             expiry.len(),
         )
-    }
-}
-
-/// The decimal digits of `v`, written at the end of `buf`.
-fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            return &buf[i..];
-        }
     }
 }
 
