@@ -2,8 +2,10 @@
 //! be anything, including non-UTF-8 and NUL bytes.
 
 use crate::error::{printable, CommandError};
+use redis_module::raw;
 use rl_core::bounds::{MAX_PERIOD_MICROS, MAX_QUANTITY};
 use rl_core::TimeUnit;
+use std::os::raw::c_int;
 
 /// One positional numeric argument of a command.
 #[derive(Debug, Clone, Copy)]
@@ -29,9 +31,49 @@ impl AsBytes for &[u8] {
     }
 }
 
-impl AsBytes for redis_module::RedisString {
+/// A command argument as the server passed it: read in place for the
+/// duration of the command, never copied, retained or wrapped.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct Arg(*mut raw::RedisModuleString);
+
+impl Arg {
+    /// The arguments of the running command.
+    ///
+    /// # Safety
+    /// `argv` and `argc` are the running command's; the slice must not
+    /// outlive the command.
+    pub unsafe fn all<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> &'a [Arg] {
+        match usize::try_from(argc) {
+            // `Arg` is a transparent wrapper of the pointers in `argv`.
+            Ok(len) if len > 0 && !argv.is_null() => std::slice::from_raw_parts(argv.cast::<Arg>(), len),
+            _ => &[],
+        }
+    }
+
+    pub fn as_ptr(self) -> *mut raw::RedisModuleString {
+        self.0
+    }
+}
+
+impl AsBytes for Arg {
     fn bytes(&self) -> &[u8] {
-        self.as_slice()
+        // SAFETY: the string is the running command's argument, alive for the
+        // whole command; the server returns `len` bytes it owns.
+        unsafe {
+            let Some(ptr_len) = raw::RedisModule_StringPtrLen else {
+                return &[];
+            };
+            if self.0.is_null() {
+                return &[];
+            }
+            let mut len = 0usize;
+            let ptr = ptr_len(self.0, &mut len);
+            if ptr.is_null() || len == 0 {
+                return &[];
+            }
+            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+        }
     }
 }
 

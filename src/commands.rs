@@ -3,7 +3,7 @@
 //! The five commands differ only in their argument table, core limiter and
 //! storage codec.
 
-use crate::args::{self, Positional};
+use crate::args::{self, Arg, AsBytes, Positional};
 use crate::clock;
 use crate::config;
 use crate::error::{printable, CommandError};
@@ -12,7 +12,7 @@ use crate::storage::store::{Content, Store};
 use crate::storage::{
     Codec, FixedWindowCodec, GcraCodec, SlidingCounterCodec, SlidingLogCodec, TokenBucketCodec,
 };
-use redis_module::{Context, RedisString};
+use redis_module::raw;
 use rl_core::bounds::{MAX_BURST, MAX_LIMIT, MAX_PERIOD_MICROS};
 use rl_core::{FixedWindow, Gcra, Limiter, ParamError, SlidingCounter, SlidingLog, TokenBucket};
 use std::sync::atomic::Ordering;
@@ -100,8 +100,8 @@ pub const CL_THROTTLE: Command<Gcra> = Command {
 /// Run `command` on `args` (`args[0]` is the command name, `args[1]` the key).
 pub fn run<C: Codec>(
     command: &Command<C::Limiter>,
-    ctx: &Context,
-    args: &[RedisString],
+    ctx: *mut raw::RedisModuleCtx,
+    args: &[Arg],
 ) -> Result<[i64; 5], CommandError> {
     let [_, key_name, rest @ ..] = args else {
         return Err(CommandError::WrongArity {
@@ -113,13 +113,13 @@ pub fn run<C: Codec>(
         .map_err(|ParamError::OutOfRange { name, min, max }| CommandError::BadNumber { name, min, max })?;
     let now = clock::now();
     // SAFETY: the context and the key argument belong to the running command.
-    let mut store = unsafe { Store::open(ctx.ctx, key_name.inner, C::ACCESS)? };
+    let mut store = unsafe { Store::open(ctx, key_name.as_ptr(), C::ACCESS)? };
     let (decision, write) = {
         let state = match store.read()? {
             Content::Empty => None,
             Content::String(bytes) => {
                 Some(C::decode(bytes).map_err(|problem| CommandError::CorruptState {
-                    key: printable(key_name.as_slice()),
+                    key: printable(key_name.bytes()),
                     algorithm: C::ALGORITHM,
                     problem,
                 })?)
@@ -144,28 +144,28 @@ pub fn run<C: Codec>(
     Ok(decision.to_reply(request.unit))
 }
 
-pub fn gcra(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError> {
+pub fn gcra(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<[i64; 5], CommandError> {
     run::<GcraCodec>(&GCRA, ctx, args)
 }
 
-pub fn token_bucket(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError> {
+pub fn token_bucket(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<[i64; 5], CommandError> {
     run::<TokenBucketCodec>(&TOKEN_BUCKET, ctx, args)
 }
 
-pub fn fixed(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError> {
+pub fn fixed(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<[i64; 5], CommandError> {
     run::<FixedWindowCodec>(&FIXED, ctx, args)
 }
 
-pub fn sliding_log(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError> {
+pub fn sliding_log(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<[i64; 5], CommandError> {
     run::<SlidingLogCodec>(&SLIDING_LOG, ctx, args)
 }
 
-pub fn sliding_counter(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError> {
+pub fn sliding_counter(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<[i64; 5], CommandError> {
     run::<SlidingCounterCodec>(&SLIDING_COUNTER, ctx, args)
 }
 
 /// `CL.THROTTLE key max_burst count period [quantity]`, exactly.
-pub fn cl_throttle(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], CommandError> {
+pub fn cl_throttle(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<[i64; 5], CommandError> {
     if !(5..=6).contains(&args.len()) {
         return Err(CommandError::WrongArity {
             command: CL_THROTTLE.name,
@@ -173,10 +173,10 @@ pub fn cl_throttle(ctx: &Context, args: &[RedisString]) -> Result<[i64; 5], Comm
     }
     if let Some(option) = args
         .get(5)
-        .filter(|a| a.as_slice().first().is_some_and(u8::is_ascii_alphabetic))
+        .filter(|a| a.bytes().first().is_some_and(u8::is_ascii_alphabetic))
     {
         return Err(CommandError::UnknownOption {
-            token: printable(option.as_slice()),
+            token: printable(option.bytes()),
         });
     }
     run::<GcraCodec>(&CL_THROTTLE, ctx, args)

@@ -2,13 +2,14 @@
 
 use crate::error::CommandError;
 use crate::stats::CommandStats;
-use redis_module::{raw, Context};
-use redis_module::{RedisError, RedisResult, RedisValue};
+use redis_module::raw;
+use std::ffi::CString;
+use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Reply with five integers straight into the client's buffer: no
 /// intermediate values to allocate.
-fn reply_five(ctx: &Context, fields: &[i64; 5]) {
+fn reply_five(ctx: *mut raw::RedisModuleCtx, fields: &[i64; 5]) {
     // SAFETY: the context is the running command's; the reply functions are
     // looked up before use.
     unsafe {
@@ -18,32 +19,45 @@ fn reply_five(ctx: &Context, fields: &[i64; 5]) {
         ) else {
             return;
         };
-        array(ctx.ctx, 5);
+        array(ctx, 5);
         for &v in fields {
-            integer(ctx.ctx, v);
+            integer(ctx, v);
         }
     }
 }
 
-/// Run a command body; a panic becomes an error reply instead of taking the
-/// server down. Every outcome is counted in `stats`.
+/// Reply with an error. The message is the error's text (which starts with
+/// its code, `ERR` or `WRONGTYPE`).
+fn reply_error(ctx: *mut raw::RedisModuleCtx, error: &CommandError) {
+    // Messages quote input only through `printable`, which escapes NUL; the
+    // fallback is for a message that would still hold one.
+    let message = CString::new(error.to_string()).unwrap_or_else(|_| CString::from(c"ERR invalid request"));
+    // SAFETY: the context is the running command's; the message is a
+    // NUL-terminated string the server copies.
+    unsafe {
+        if let Some(reply) = raw::RedisModule_ReplyWithError {
+            reply(ctx, message.as_ptr());
+        }
+    }
+}
+
+/// Run a command body and reply with its result; a panic becomes an error
+/// reply instead of taking the server down. Every outcome is counted in
+/// `stats`.
 pub fn guarded(
-    ctx: &Context,
+    ctx: *mut raw::RedisModuleCtx,
     stats: &CommandStats,
     body: impl FnOnce() -> Result<[i64; 5], CommandError>,
-) -> RedisResult {
+) -> c_int {
     let result = catch_unwind(AssertUnwindSafe(body));
     stats.record(match &result {
         Ok(Ok(fields)) => Some(fields[0] == 1),
         _ => None,
     });
     match result {
-        Ok(Ok(fields)) => {
-            reply_five(ctx, &fields);
-            Ok(RedisValue::NoReply)
-        }
-        Ok(Err(CommandError::WrongType)) => Err(RedisError::WrongType),
-        Ok(Err(e)) => Err(RedisError::String(e.to_string())),
-        Err(_) => Err(RedisError::String(CommandError::Internal.to_string())),
+        Ok(Ok(fields)) => reply_five(ctx, &fields),
+        Ok(Err(error)) => reply_error(ctx, &error),
+        Err(_) => reply_error(ctx, &CommandError::Internal),
     }
+    raw::REDISMODULE_OK as c_int
 }

@@ -141,10 +141,23 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// "00", "01", ..., "99": two digits per division.
+const DIGIT_PAIRS: [u8; 200] = {
+    let mut pairs = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        pairs[2 * i] = b'0' + (i / 10) as u8;
+        pairs[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    pairs
+};
+
 /// Append the decimal digits of `v`. Divides in 64 bits once the value fits
-/// (128-bit division is a slow library call, and most values fit).
+/// (128-bit division is a slow library call, and most values fit), two
+/// digits at a time.
 pub(crate) fn push_decimal(out: &mut Encoded, v: u128) {
-    let mut digits = [0u8; 39];
+    let mut digits = [0u8; 40];
     let mut i = digits.len();
     let mut big = v;
     while big > u128::from(u64::MAX) {
@@ -153,13 +166,19 @@ pub(crate) fn push_decimal(out: &mut Encoded, v: u128) {
         big /= 10;
     }
     let mut small = u64::try_from(big).unwrap_or(0);
-    loop {
+    while small >= 100 {
+        let pair = (small % 100) as usize * 2;
+        small /= 100;
+        i -= 2;
+        digits[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    }
+    if small >= 10 {
+        let pair = small as usize * 2;
+        i -= 2;
+        digits[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    } else {
         i -= 1;
-        digits[i] = b'0' + (small % 10) as u8;
-        small /= 10;
-        if small == 0 {
-            break;
-        }
+        digits[i] = b'0' + small as u8;
     }
     out.push(&digits[i..]);
 }
@@ -195,6 +214,17 @@ mod tests {
             let mut e = Encoded::new();
             push_decimal(&mut e, v);
             assert_eq!(parse_decimal(e.as_slice()), Some(v));
+        }
+        // Every digit count, and both sides of every power of ten.
+        let powers = (0..39).map(|k| 10u128.pow(k));
+        let edges = powers.flat_map(|p| [p - 1, p, p + 1, p.saturating_mul(5).saturating_add(3)]);
+        for v in (0..2_000u128)
+            .chain(edges)
+            .chain([u128::MAX, u128::from(u64::MAX)])
+        {
+            let mut e = Encoded::new();
+            push_decimal(&mut e, v);
+            assert_eq!(e.as_slice(), v.to_string().as_bytes(), "{v}");
         }
         assert_eq!(parse_decimal(b""), None);
         assert_eq!(parse_decimal(b"12a"), None);

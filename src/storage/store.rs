@@ -17,6 +17,7 @@ use redis_module::raw;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// How a codec's values are read and written.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -199,24 +200,31 @@ impl Store {
         // SAFETY: the key is open for writing. In place: DMA in write mode
         // returns `len` writable bytes, and we write exactly `len`. Otherwise
         // the created string is handed to the key (StringSet takes its own
-        // reference) and then released.
+        // reference), to the replication (which takes another) and then
+        // released.
         unsafe {
-            if !self.overwrite_in_place(key, value)? {
+            let replicate = raw::RedisModule_Replicate.ok_or(MISSING_API)?;
+            let status = if self.overwrite_in_place(key, value)? {
+                Self::set_abs_expire(key, expire_at_ms)?;
+                self.send_set(replicate, false, Value::Bytes(value), expire_at_ms)
+            } else {
                 let create = raw::RedisModule_CreateString.ok_or(MISSING_API)?;
                 let set = raw::RedisModule_StringSet.ok_or(MISSING_API)?;
                 let free = raw::RedisModule_FreeString.ok_or(MISSING_API)?;
                 let s = create(self.ctx, value.as_ptr().cast::<c_char>(), value.len());
-                let status = set(key.as_ptr(), s);
-                free(self.ctx, s);
-                if status != raw::REDISMODULE_OK as c_int {
+                if set(key.as_ptr(), s) != raw::REDISMODULE_OK as c_int {
+                    free(self.ctx, s);
                     return Err(CommandError::Storage {
                         detail: "the server refused the write",
                     });
                 }
-            }
-            Self::set_abs_expire(key, expire_at_ms)?;
-            let replicate = raw::RedisModule_Replicate.ok_or(MISSING_API)?;
-            let status = self.send_set(replicate, c"sbcb", value, expire_at_ms);
+                let expired = Self::set_abs_expire(key, expire_at_ms);
+                // The value replicated is the very object stored.
+                let status = self.send_set(replicate, false, Value::Object(s), expire_at_ms);
+                free(self.ctx, s);
+                expired?;
+                status
+            };
             if status != raw::REDISMODULE_OK as c_int {
                 return Err(CommandError::Storage {
                     detail: "could not replicate the write",
@@ -231,7 +239,7 @@ impl Store {
         let reply = unsafe {
             let call = raw::RedisModule_Call.ok_or(MISSING_API)?;
             // `!`: replicate this SET (the effect) to replicas and the AOF.
-            NonNull::new(self.send_set(call, c"!sbcb", value, expire_at_ms))
+            NonNull::new(self.send_set(call, true, Value::Bytes(value), expire_at_ms))
         };
         let reply = reply.map(CallReply).ok_or(CommandError::Storage {
             detail: "the server refused the write",
@@ -393,34 +401,93 @@ impl Store {
     }
 
     /// Call `RedisModule_Replicate` or `RedisModule_Call` (`send`) with
-    /// `SET key value PXAT expire_at_ms`; `fmt` is `sbcb` plus call flags.
-    /// The expiry goes as decimal bytes (`b`): the server then makes one
-    /// string of them, which is cheaper than converting a `long long` (`l`).
+    /// `SET key value PXAT expire_at_ms`. Through `RedisModule_Call` the SET
+    /// is flagged `!`: replicated to replicas and the AOF.
+    ///
+    /// Every string the server would otherwise build for the call is passed
+    /// ready-made where one exists: the key (the command's argument), the
+    /// value when it is the object just stored, and `PXAT` (made once at load
+    /// time).
     ///
     /// # Safety
-    /// `send` must be one of those two functions; ctx and name are live.
+    /// `send` must be one of those two functions (`is_call` says which);
+    /// ctx and name are live.
     unsafe fn send_set<R>(
         &self,
         send: unsafe extern "C" fn(*mut raw::RedisModuleCtx, *const c_char, *const c_char, ...) -> R,
-        fmt: &CStr,
-        value: &[u8],
+        is_call: bool,
+        value: Value<'_>,
         expire_at_ms: c_longlong,
     ) -> R {
+        let pxat = pxat();
+        // The expiry as decimal bytes: the server makes one string of them,
+        // which is cheaper than its own conversion of a long long.
         let mut expiry = Encoded::new();
         push_decimal(&mut expiry, u128::from(expire_at_ms.max(0).unsigned_abs()));
         let expiry = expiry.as_slice();
-        // `b` takes (pointer, length) of a buffer that outlives the call.
-        send(
-            self.ctx,
-            c"SET".as_ptr(),
-            fmt.as_ptr(),
-            self.name,
-            value.as_ptr().cast::<c_char>(),
-            value.len(),
-            c"PXAT".as_ptr(),
-            expiry.as_ptr().cast::<c_char>(),
-            expiry.len(),
-        )
+        // `s` passes a string object, `b` (pointer, length) of bytes.
+        match (value, is_call) {
+            (Value::Object(object), call) => send(
+                self.ctx,
+                c"SET".as_ptr(),
+                if call { c"!sssb" } else { c"sssb" }.as_ptr(),
+                self.name,
+                object,
+                pxat,
+                expiry.as_ptr().cast::<c_char>(),
+                expiry.len(),
+            ),
+            (Value::Bytes(bytes), call) => send(
+                self.ctx,
+                c"SET".as_ptr(),
+                if call { c"!sbsb" } else { c"sbsb" }.as_ptr(),
+                self.name,
+                bytes.as_ptr().cast::<c_char>(),
+                bytes.len(),
+                pxat,
+                expiry.as_ptr().cast::<c_char>(),
+                expiry.len(),
+            ),
+        }
+    }
+}
+
+/// A value to send: an existing string object, or bytes to copy.
+#[derive(Clone, Copy)]
+enum Value<'a> {
+    Object(*mut raw::RedisModuleString),
+    Bytes(&'a [u8]),
+}
+
+/// `PXAT`, as a string object made once when the module loads (see
+/// [`init_strings`]) and shared by every replicated `SET`.
+static PXAT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
+
+fn pxat() -> *mut raw::RedisModuleString {
+    PXAT.load(Ordering::Relaxed)
+}
+
+/// Make the shared strings. Called once from the module's OnLoad.
+pub fn init_strings() -> bool {
+    // SAFETY: a string created without a context is owned by the module
+    // until `free_strings`.
+    let created = unsafe {
+        raw::RedisModule_CreateString.map_or(std::ptr::null_mut(), |create| {
+            create(std::ptr::null_mut(), c"PXAT".as_ptr(), 4)
+        })
+    };
+    PXAT.store(created, Ordering::Relaxed);
+    !created.is_null()
+}
+
+/// Release the shared strings. Called once when the module unloads.
+pub fn free_strings() {
+    let s = PXAT.swap(std::ptr::null_mut(), Ordering::Relaxed);
+    // SAFETY: `s` was made by `init_strings` and is released once.
+    unsafe {
+        if let (false, Some(free)) = (s.is_null(), raw::RedisModule_FreeString) {
+            free(std::ptr::null_mut(), s);
+        }
     }
 }
 
