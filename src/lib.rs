@@ -98,7 +98,7 @@ extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) 
 }
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
-    if !storage::store::init_strings() {
+    if !storage::shared::init() {
         return Status::Err;
     }
     for (name, handler) in COMMANDS {
@@ -123,7 +123,7 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
 }
 
 fn deinit(_ctx: &Context) -> Status {
-    storage::store::free_strings();
+    storage::shared::free();
     Status::Ok
 }
 

@@ -2,6 +2,7 @@
 
 mod fixed_window;
 mod gcra;
+pub mod shared;
 mod sliding_counter;
 mod sliding_log;
 pub mod store;
@@ -78,15 +79,18 @@ impl<T: ValueCodec> Codec for T {
 }
 
 /// A small inline buffer for an encoded state (no allocation per call).
+#[derive(Debug, PartialEq, Eq)]
 pub struct Encoded {
-    bytes: [u8; 64],
+    bytes: [u8; Encoded::CAPACITY],
     len: usize,
 }
 
 impl Encoded {
+    pub const CAPACITY: usize = 64;
+
     pub fn new() -> Self {
         Encoded {
-            bytes: [0; 64],
+            bytes: [0; Encoded::CAPACITY],
             len: 0,
         }
     }
@@ -111,6 +115,58 @@ impl Encoded {
 impl Default for Encoded {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// Bytes of a planned write: inline while they fit an [`Encoded`] (no
+/// allocation for the common short write), on the heap beyond.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Bytes {
+    Inline(Encoded),
+    Heap(Vec<u8>),
+}
+
+impl Bytes {
+    pub fn with_capacity(len: usize) -> Bytes {
+        if len <= Encoded::CAPACITY {
+            Bytes::Inline(Encoded::new())
+        } else {
+            Bytes::Heap(Vec::with_capacity(len))
+        }
+    }
+
+    pub fn push(&mut self, data: &[u8]) {
+        match self {
+            Bytes::Inline(e) if e.len + data.len() <= Encoded::CAPACITY => e.push(data),
+            Bytes::Inline(e) => {
+                let mut heap = Vec::with_capacity(e.len + data.len());
+                heap.extend_from_slice(e.as_slice());
+                heap.extend_from_slice(data);
+                *self = Bytes::Heap(heap);
+            }
+            Bytes::Heap(v) => v.extend_from_slice(data),
+        }
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Inline(e) => e.as_slice(),
+            Bytes::Heap(v) => v,
+        }
+    }
+}
+
+impl Default for Bytes {
+    fn default() -> Self {
+        Bytes::Inline(Encoded::new())
+    }
+}
+
+impl From<&[u8]> for Bytes {
+    fn from(data: &[u8]) -> Self {
+        let mut bytes = Bytes::with_capacity(data.len());
+        bytes.push(data);
+        bytes
     }
 }
 
@@ -199,6 +255,20 @@ pub(crate) fn parse_decimal(bytes: &[u8]) -> Option<u128> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_move_to_the_heap_when_they_outgrow_the_inline_buffer() {
+        let mut b = Bytes::with_capacity(8);
+        let mut expected = Vec::new();
+        for i in 0..20u64 {
+            b.push(&i.to_le_bytes());
+            expected.extend_from_slice(&i.to_le_bytes());
+            assert_eq!(b.as_slice(), &expected[..]);
+            assert_eq!(matches!(b, Bytes::Inline(_)), expected.len() <= Encoded::CAPACITY);
+        }
+        assert!(matches!(Bytes::with_capacity(65), Bytes::Heap(_)));
+        assert_eq!(Bytes::from(&b"abc"[..]).as_slice(), b"abc");
+    }
 
     #[test]
     fn decimal_round_trip() {

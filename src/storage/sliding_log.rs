@@ -9,7 +9,7 @@
 //! is O(q) whatever the limit.
 
 use super::store::Store;
-use super::{ChangeOf, Codec, StateOf};
+use super::{Bytes, ChangeOf, Codec, StateOf};
 use crate::error::CommandError;
 use rl_core::sliding_log::ENTRY_BYTES;
 use rl_core::{Append, LogView, SlidingLog};
@@ -19,19 +19,44 @@ pub struct SlidingLogCodec;
 const TAG: u8 = b'L';
 const HEADER: usize = 5;
 
-/// How an allowed request changes the stored log.
+/// How an allowed request changes the stored log. It lives on the stack for
+/// one call: both variants stay unboxed, so neither allocates.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, PartialEq, Eq)]
 pub enum LogPlan {
     /// Write this whole value (a new log, or one rebuilt after the limit
     /// changed).
-    Replace(Vec<u8>),
+    Replace(Bytes),
     /// Grow the value to `new_len` bytes and overwrite these byte ranges;
     /// `compact` when the log just reached its full size.
     Patch {
         new_len: usize,
-        patches: Vec<(usize, Vec<u8>)>,
+        patches: Patches,
         compact: bool,
     },
+}
+
+/// At most three (offset, bytes) ranges: entries at the end, entries wrapped
+/// to the front, the header.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Patches {
+    items: [(usize, Bytes); 3],
+    len: usize,
+}
+
+impl Patches {
+    fn push(&mut self, offset: usize, bytes: Bytes) {
+        if let Some(item) = self.items.get_mut(self.len) {
+            *item = (offset, bytes);
+            self.len += 1;
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &[u8])> + Clone {
+        self.items[..self.len]
+            .iter()
+            .map(|(offset, bytes)| (*offset, bytes.as_slice()))
+    }
 }
 
 fn header(oldest: usize) -> [u8; HEADER] {
@@ -39,8 +64,13 @@ fn header(oldest: usize) -> [u8; HEADER] {
     [TAG, oldest[0], oldest[1], oldest[2], oldest[3]]
 }
 
-fn entries(at: u64, count: usize) -> Vec<u8> {
-    at.to_le_bytes().repeat(count)
+/// `count` copies of the instant `at`.
+fn entries(at: u64, count: usize) -> Bytes {
+    let mut bytes = Bytes::with_capacity(count * ENTRY_BYTES);
+    for _ in 0..count {
+        bytes.push(&at.to_le_bytes());
+    }
+    bytes
 }
 
 fn slot(i: usize) -> usize {
@@ -49,19 +79,22 @@ fn slot(i: usize) -> usize {
 
 /// Every entry of `log` in order, then `count` more at `at`, keeping the
 /// newest `keep`: a linear log (oldest in slot 0).
-fn rebuild(log: Option<&LogView<'_>>, append: &Append, keep: usize) -> Vec<u8> {
+fn rebuild(log: Option<&LogView<'_>>, append: &Append, keep: usize) -> Bytes {
     let old = log.map_or(0, LogView::len);
     let count = usize::try_from(append.count).unwrap_or(usize::MAX);
     let total = old + count;
     let skip = total.saturating_sub(keep);
-    let mut value = header(0).to_vec();
-    value.reserve(total.min(keep) * ENTRY_BYTES);
+    let mut value = Bytes::with_capacity(HEADER + total.min(keep) * ENTRY_BYTES);
+    value.push(&header(0));
     if let Some(log) = log {
         for i in skip.min(old)..old {
-            value.extend_from_slice(&log.get(i).to_le_bytes());
+            value.push(&log.get(i).to_le_bytes());
         }
     }
-    value.extend(entries(append.at.as_micros(), count - skip.saturating_sub(old)));
+    let at = append.at.as_micros().to_le_bytes();
+    for _ in 0..count - skip.saturating_sub(old) {
+        value.push(&at);
+    }
     value
 }
 
@@ -93,15 +126,15 @@ impl Codec for SlidingLogCodec {
             // The limit changed since the log was written.
             return LogPlan::Replace(rebuild(Some(log), append, keep));
         }
-        let mut patches = Vec::with_capacity(3);
+        let mut patches = Patches::default();
         if n < keep {
             // Still growing: append, and wrap to the front for the rest.
             let grow = q.min(keep - n);
-            patches.push((slot(n), entries(at, grow)));
+            patches.push(slot(n), entries(at, grow));
             let rest = q - grow;
             if rest > 0 {
-                patches.push((slot(0), entries(at, rest)));
-                patches.push((0, header(rest % keep).to_vec()));
+                patches.push(slot(0), entries(at, rest));
+                patches.push(0, Bytes::from(&header(rest % keep)[..]));
             }
             return LogPlan::Patch {
                 new_len: slot(n + grow),
@@ -111,11 +144,11 @@ impl Codec for SlidingLogCodec {
         }
         // A full ring: overwrite the q oldest slots.
         let first = q.min(n - oldest);
-        patches.push((slot(oldest), entries(at, first)));
+        patches.push(slot(oldest), entries(at, first));
         if q > first {
-            patches.push((slot(0), entries(at, q - first)));
+            patches.push(slot(0), entries(at, q - first));
         }
-        patches.push((0, header((oldest + q) % n).to_vec()));
+        patches.push(0, Bytes::from(&header((oldest + q) % n)[..]));
         LogPlan::Patch {
             new_len: slot(n),
             patches,
@@ -129,12 +162,12 @@ impl Codec for SlidingLogCodec {
 
     fn write(store: &mut Store, plan: LogPlan, expire_at_ms: u64) -> Result<(), CommandError> {
         match plan {
-            LogPlan::Replace(value) => store.write(&value, expire_at_ms),
+            LogPlan::Replace(value) => store.write(value.as_slice(), expire_at_ms),
             LogPlan::Patch {
                 new_len,
                 patches,
                 compact,
-            } => store.patch(new_len, &patches, compact, expire_at_ms),
+            } => store.patch(new_len, patches.iter(), compact, expire_at_ms),
         }
     }
 }
@@ -155,11 +188,11 @@ mod tests {
     /// Apply a plan to a plain byte vector, as the store does in Redis.
     fn apply(value: &mut Vec<u8>, plan: LogPlan) {
         match plan {
-            LogPlan::Replace(v) => *value = v,
+            LogPlan::Replace(v) => *value = v.as_slice().to_vec(),
             LogPlan::Patch { new_len, patches, .. } => {
                 value.resize(new_len.max(value.len()), 0);
-                for (offset, bytes) in patches {
-                    value[offset..offset + bytes.len()].copy_from_slice(&bytes);
+                for (offset, bytes) in patches.iter() {
+                    value[offset..offset + bytes.len()].copy_from_slice(bytes);
                 }
             }
         }
@@ -207,6 +240,10 @@ mod tests {
         };
         assert!(!compact);
         let written: usize = patches.iter().map(|(_, b)| b.len()).sum();
+        assert!(
+            patches.iter().all(|(_, b)| b.len() <= 64),
+            "short patches stay inline"
+        );
         assert_eq!(written, 3 * 8 + HEADER);
     }
 

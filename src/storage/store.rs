@@ -11,13 +11,12 @@
 //! Either way, what replicas and the AOF receive is the effect,
 //! `SET key value PXAT ms`, never the command.
 
-use super::{push_decimal, Encoded};
+use super::shared;
 use crate::error::CommandError;
 use redis_module::raw;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// How a codec's values are read and written.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -32,6 +31,8 @@ pub enum Content<'k> {
     String(&'k [u8]),
     Other,
 }
+
+const ERR: c_int = raw::REDISMODULE_ERR as c_int;
 
 const MISSING_API: CommandError = CommandError::Storage {
     detail: "server lacks a required module API",
@@ -162,6 +163,13 @@ impl Store {
     fn read_command(&mut self) -> Result<Content<'_>, CommandError> {
         const GET: &CStr = c"GET";
         const FMT: &CStr = c"s";
+        // A new key (the common case for a limiter) needs no GET round trip.
+        // SAFETY: ctx and name are live for the running command.
+        let missing =
+            unsafe { raw::RedisModule_KeyExists.is_some_and(|exists| exists(self.ctx, self.name) == 0) };
+        if missing {
+            return Ok(Content::Empty);
+        }
         // SAFETY: ctx and name are live; the reply is owned by the store.
         let reply = unsafe {
             let call = raw::RedisModule_Call.ok_or(MISSING_API)?;
@@ -206,7 +214,7 @@ impl Store {
             let replicate = raw::RedisModule_Replicate.ok_or(MISSING_API)?;
             let status = if self.overwrite_in_place(key, value)? {
                 Self::set_abs_expire(key, expire_at_ms)?;
-                self.send_set(replicate, false, Value::Bytes(value), expire_at_ms)
+                self.send_set(replicate, false, Value::Bytes(value), expire_at_ms, ERR)
             } else {
                 let create = raw::RedisModule_CreateString.ok_or(MISSING_API)?;
                 let set = raw::RedisModule_StringSet.ok_or(MISSING_API)?;
@@ -220,7 +228,7 @@ impl Store {
                 }
                 let expired = Self::set_abs_expire(key, expire_at_ms);
                 // The value replicated is the very object stored.
-                let status = self.send_set(replicate, false, Value::Object(s), expire_at_ms);
+                let status = self.send_set(replicate, false, Value::Object(s), expire_at_ms, ERR);
                 free(self.ctx, s);
                 expired?;
                 status
@@ -239,7 +247,13 @@ impl Store {
         let reply = unsafe {
             let call = raw::RedisModule_Call.ok_or(MISSING_API)?;
             // `!`: replicate this SET (the effect) to replicas and the AOF.
-            NonNull::new(self.send_set(call, true, Value::Bytes(value), expire_at_ms))
+            NonNull::new(self.send_set(
+                call,
+                true,
+                Value::Bytes(value),
+                expire_at_ms,
+                std::ptr::null_mut(),
+            ))
         };
         let reply = reply.map(CallReply).ok_or(CommandError::Storage {
             detail: "the server refused the write",
@@ -287,10 +301,10 @@ impl Store {
     /// replicate exactly that: one `SETRANGE` per patch and a `PEXPIREAT`.
     /// With `compact`, the value is then reallocated at its exact size (a
     /// string grown in steps keeps spare capacity otherwise).
-    pub fn patch(
+    pub fn patch<'p>(
         &mut self,
         new_len: usize,
-        patches: &[(usize, Vec<u8>)],
+        patches: impl Iterator<Item = (usize, &'p [u8])> + Clone,
         compact: bool,
         expire_at_ms: u64,
     ) -> Result<(), CommandError> {
@@ -325,8 +339,8 @@ impl Store {
                 });
             }
             let value = std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len);
-            for (offset, bytes) in patches {
-                let Some(target) = value.get_mut(*offset..offset + bytes.len()) else {
+            for (offset, bytes) in patches.clone() {
+                let Some(target) = value.get_mut(offset..offset + bytes.len()) else {
                     return Err(CommandError::Storage {
                         detail: "a write fell outside the value",
                     });
@@ -347,7 +361,7 @@ impl Store {
             Self::set_abs_expire(key, expire_at_ms)?;
             let replicate = raw::RedisModule_Replicate.ok_or(MISSING_API)?;
             for (offset, bytes) in patches {
-                let offset = c_longlong::try_from(*offset).unwrap_or(c_longlong::MAX);
+                let offset = c_longlong::try_from(offset).unwrap_or(c_longlong::MAX);
                 let status = replicate(
                     self.ctx,
                     c"SETRANGE".as_ptr(),
@@ -406,8 +420,8 @@ impl Store {
     ///
     /// Every string the server would otherwise build for the call is passed
     /// ready-made where one exists: the key (the command's argument), the
-    /// value when it is the object just stored, and `PXAT` (made once at load
-    /// time).
+    /// value when it is the object just stored, `PXAT` and the expiry (see
+    /// [`shared`]). Returns `fail` if those could not be made.
     ///
     /// # Safety
     /// `send` must be one of those two functions (`is_call` says which);
@@ -418,35 +432,33 @@ impl Store {
         is_call: bool,
         value: Value<'_>,
         expire_at_ms: c_longlong,
+        fail: R,
     ) -> R {
-        let pxat = pxat();
-        // The expiry as decimal bytes: the server makes one string of them,
-        // which is cheaper than its own conversion of a long long.
-        let mut expiry = Encoded::new();
-        push_decimal(&mut expiry, u128::from(expire_at_ms.max(0).unsigned_abs()));
-        let expiry = expiry.as_slice();
+        let pxat = shared::pxat();
+        let expiry = shared::expiry(expire_at_ms);
+        if pxat.is_null() || expiry.is_null() {
+            return fail;
+        }
         // `s` passes a string object, `b` (pointer, length) of bytes.
         match (value, is_call) {
             (Value::Object(object), call) => send(
                 self.ctx,
                 c"SET".as_ptr(),
-                if call { c"!sssb" } else { c"sssb" }.as_ptr(),
+                if call { c"!ssss" } else { c"ssss" }.as_ptr(),
                 self.name,
                 object,
                 pxat,
-                expiry.as_ptr().cast::<c_char>(),
-                expiry.len(),
+                expiry,
             ),
             (Value::Bytes(bytes), call) => send(
                 self.ctx,
                 c"SET".as_ptr(),
-                if call { c"!sbsb" } else { c"sbsb" }.as_ptr(),
+                if call { c"!sbss" } else { c"sbss" }.as_ptr(),
                 self.name,
                 bytes.as_ptr().cast::<c_char>(),
                 bytes.len(),
                 pxat,
-                expiry.as_ptr().cast::<c_char>(),
-                expiry.len(),
+                expiry,
             ),
         }
     }
@@ -457,38 +469,6 @@ impl Store {
 enum Value<'a> {
     Object(*mut raw::RedisModuleString),
     Bytes(&'a [u8]),
-}
-
-/// `PXAT`, as a string object made once when the module loads (see
-/// [`init_strings`]) and shared by every replicated `SET`.
-static PXAT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
-
-fn pxat() -> *mut raw::RedisModuleString {
-    PXAT.load(Ordering::Relaxed)
-}
-
-/// Make the shared strings. Called once from the module's OnLoad.
-pub fn init_strings() -> bool {
-    // SAFETY: a string created without a context is owned by the module
-    // until `free_strings`.
-    let created = unsafe {
-        raw::RedisModule_CreateString.map_or(std::ptr::null_mut(), |create| {
-            create(std::ptr::null_mut(), c"PXAT".as_ptr(), 4)
-        })
-    };
-    PXAT.store(created, Ordering::Relaxed);
-    !created.is_null()
-}
-
-/// Release the shared strings. Called once when the module unloads.
-pub fn free_strings() {
-    let s = PXAT.swap(std::ptr::null_mut(), Ordering::Relaxed);
-    // SAFETY: `s` was made by `init_strings` and is released once.
-    unsafe {
-        if let (false, Some(free)) = (s.is_null(), raw::RedisModule_FreeString) {
-            free(std::ptr::null_mut(), s);
-        }
-    }
 }
 
 impl Drop for Store {
