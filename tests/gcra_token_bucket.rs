@@ -1,12 +1,50 @@
 //! RL.GCRA and RL.TOKEN_BUCKET against a real server with the module loaded.
 //!
-//! Periods are long (minutes to hours) so that the few microseconds between
-//! two calls never change a reply: every time field is rounded up, and the
-//! exact values sit well inside their rounding interval.
+//! Every time field is rounded up to whole units, so an exact value that
+//! is relative to an earlier call holds only while less than one unit (a
+//! second, or less for the MS cases) has passed since that call. Each such
+//! sequence is bracketed by the server's clock (TIME first and last inside a
+//! transaction, whose commands each read the clock on Redis 7.0) and run
+//! again from an empty database when it took longer; its replies are then
+//! asserted exactly.
 
 mod common;
 
-use common::{cmd, error, five, server_millis, snapshot, Server};
+use common::{
+    cmd, error, five, in_time, retry, server_millis, snapshot, transaction_within, within, Server, ATTEMPTS,
+};
+
+const SEC: u64 = 1_000_000;
+
+/// Run `calls` as one sequence that takes less than a second (see
+/// `common::in_time`), then assert each reply exactly.
+fn assert_sequence(c: &mut redis::Connection, what: &str, calls: &[(&[&str], [i64; 5])]) {
+    let replies = in_time(c, SEC, what, |c| {
+        calls.iter().map(|(args, _)| five(c, args)).collect::<Vec<_>>()
+    });
+    for ((args, expected), reply) in calls.iter().zip(replies) {
+        assert_eq!(reply, *expected, "{args:?}");
+    }
+}
+
+/// Run `commands` in one transaction whose two bracketing TIMEs are less
+/// than `budget_micros` apart, from an empty database, retrying up to
+/// `attempts` times.
+fn transaction_in_time(
+    c: &mut redis::Connection,
+    budget_micros: u64,
+    attempts: usize,
+    commands: &[&[&str]],
+) -> Vec<Vec<i64>> {
+    retry(
+        attempts,
+        &format!("{commands:?} in one transaction within {budget_micros} µs"),
+        |_| {
+            cmd(&["FLUSHALL"]).query::<()>(c).unwrap();
+            transaction_within(c, budget_micros, commands)
+        },
+    )
+}
 
 #[test]
 fn module_loads_under_its_name() {
@@ -33,17 +71,18 @@ fn module_load_at_run_time() {
 fn gcra_matches_the_redis_cell_readme() {
     let s = Server::start();
     let mut c = s.client();
-    assert_eq!(
-        five(&mut c, &["RL.GCRA", "user123", "15", "30", "60"]),
-        [0, 16, 15, -1, 2]
-    );
-    assert_eq!(
-        five(&mut c, &["RL.GCRA", "user123", "15", "30", "60"]),
-        [0, 16, 14, -1, 4]
-    );
-    assert_eq!(
-        five(&mut c, &["RL.GCRA", "user123", "15", "30", "60", "3"]),
-        [0, 16, 11, -1, 10]
+    // T = 2 s: each reset is relative to the first call.
+    assert_sequence(
+        &mut c,
+        "redis-cell README",
+        &[
+            (&["RL.GCRA", "user123", "15", "30", "60"], [0, 16, 15, -1, 2]),
+            (&["RL.GCRA", "user123", "15", "30", "60"], [0, 16, 14, -1, 4]),
+            (
+                &["RL.GCRA", "user123", "15", "30", "60", "3"],
+                [0, 16, 11, -1, 10],
+            ),
+        ],
     );
 }
 
@@ -51,20 +90,26 @@ fn gcra_matches_the_redis_cell_readme() {
 fn gcra_burst_then_refusal() {
     let s = Server::start();
     let mut c = s.client();
-    let k = ["RL.GCRA", "hourly", "2", "1", "3600"];
-    assert_eq!(five(&mut c, &k), [0, 3, 2, -1, 3600]);
-    assert_eq!(five(&mut c, &k), [0, 3, 1, -1, 7200]);
-    assert_eq!(five(&mut c, &k), [0, 3, 0, -1, 10800]);
-    assert_eq!(five(&mut c, &k), [1, 3, 0, 3600, 10800]);
-    // quantity 2 needs two intervals.
-    assert_eq!(
-        five(&mut c, &["RL.GCRA", "hourly", "2", "1", "3600", "2"]),
-        [1, 3, 0, 7200, 10800]
-    );
-    // quantity above the limit can never pass.
-    assert_eq!(
-        five(&mut c, &["RL.GCRA", "hourly", "2", "1", "3600", "4"]),
-        [1, 3, 0, -1, 10800]
+    let k: &[&str] = &["RL.GCRA", "hourly", "2", "1", "3600"];
+    assert_sequence(
+        &mut c,
+        "GCRA burst",
+        &[
+            (k, [0, 3, 2, -1, 3600]),
+            (k, [0, 3, 1, -1, 7200]),
+            (k, [0, 3, 0, -1, 10800]),
+            (k, [1, 3, 0, 3600, 10800]),
+            // quantity 2 needs two intervals.
+            (
+                &["RL.GCRA", "hourly", "2", "1", "3600", "2"],
+                [1, 3, 0, 7200, 10800],
+            ),
+            // quantity above the limit can never pass.
+            (
+                &["RL.GCRA", "hourly", "2", "1", "3600", "4"],
+                [1, 3, 0, -1, 10800],
+            ),
+        ],
     );
     assert_eq!(
         five(&mut c, &["RL.GCRA", "fresh", "2", "1", "3600", "4"]),
@@ -78,14 +123,19 @@ fn gcra_burst_then_refusal() {
 fn gcra_milliseconds_in_one_transaction() {
     let s = Server::start();
     let mut c = s.client();
-    // 3 per 1000 ms, no burst: T = 333.33 ms, rounded up to 334.
-    let replies: Vec<Vec<i64>> = redis::pipe()
-        .atomic()
-        .add_command(cmd(&["RL.GCRA", "ms", "0", "3", "1000", "MS"]))
-        .add_command(cmd(&["RL.GCRA", "ms", "0", "3", "1000", "ms"]))
-        .add_command(cmd(&["RL.GCRA", "ms", "0", "3", "1000", "PEEK", "MS"]))
-        .query(&mut c)
-        .unwrap();
+    // 3 per 1000 ms, no burst: T = 333.33 ms, rounded up to 334. The later
+    // calls' times are T - d after a call d µs earlier: 334 ms while
+    // d <= 333 µs (always, where a transaction has one instant).
+    let replies = transaction_in_time(
+        &mut c,
+        334,
+        20,
+        &[
+            &["RL.GCRA", "ms", "0", "3", "1000", "MS"],
+            &["RL.GCRA", "ms", "0", "3", "1000", "ms"],
+            &["RL.GCRA", "ms", "0", "3", "1000", "PEEK", "MS"],
+        ],
+    );
     assert_eq!(
         replies,
         vec![
@@ -100,20 +150,33 @@ fn gcra_milliseconds_in_one_transaction() {
 fn token_bucket_drains_and_refuses() {
     let s = Server::start();
     let mut c = s.client();
-    let tb = |q: &'static str| ["RL.TOKEN_BUCKET", "tb", "5", "1", "3600", q];
-    assert_eq!(five(&mut c, &tb("1")), [0, 5, 4, -1, 3600]);
-    assert_eq!(five(&mut c, &tb("4")), [0, 5, 0, -1, 18000]);
-    assert_eq!(five(&mut c, &tb("1")), [1, 5, 0, 3600, 18000]);
-    assert_eq!(five(&mut c, &tb("2")), [1, 5, 0, 7200, 18000]);
-    assert_eq!(five(&mut c, &tb("6")), [1, 5, 0, -1, 18000]);
-    assert_eq!(five(&mut c, &tb("0")), [0, 5, 0, -1, 18000]);
-    // 2 tokens per second into a bucket of 4, in milliseconds.
-    let replies: Vec<Vec<i64>> = redis::pipe()
-        .atomic()
-        .add_command(cmd(&["RL.TOKEN_BUCKET", "tbms", "4", "2", "1000", "3", "MS"]))
-        .add_command(cmd(&["RL.TOKEN_BUCKET", "tbms", "4", "2", "1000", "2", "MS"]))
-        .query(&mut c)
-        .unwrap();
+    let tb: &[&str] = &["RL.TOKEN_BUCKET", "tb", "5", "1", "3600"];
+    let tb = |q: &'static str| [tb, &[q]].concat();
+    assert_sequence(
+        &mut c,
+        "token bucket",
+        &[
+            (&tb("1"), [0, 5, 4, -1, 3600]),
+            (&tb("4"), [0, 5, 0, -1, 18000]),
+            (&tb("1"), [1, 5, 0, 3600, 18000]),
+            (&tb("2"), [1, 5, 0, 7200, 18000]),
+            (&tb("6"), [1, 5, 0, -1, 18000]),
+            (&tb("0"), [0, 5, 0, -1, 18000]),
+        ],
+    );
+    // 2 tokens per second into a bucket of 4, in milliseconds: one token
+    // every 500 ms, so the second call's times are exact while it comes
+    // less than 1000 µs after the first (always, where a transaction has
+    // one instant).
+    let replies = transaction_in_time(
+        &mut c,
+        1000,
+        20,
+        &[
+            &["RL.TOKEN_BUCKET", "tbms", "4", "2", "1000", "3", "MS"],
+            &["RL.TOKEN_BUCKET", "tbms", "4", "2", "1000", "2", "MS"],
+        ],
+    );
     assert_eq!(replies, vec![vec![0, 4, 1, -1, 1500], vec![1, 4, 1, 500, 1500]]);
 }
 
@@ -126,36 +189,37 @@ fn queries_and_peeks_change_nothing() {
         ["RL.TOKEN_BUCKET", "q2", "5", "1", "3600"],
     ] {
         let key = base[1];
-        // On a key that does not exist, nothing is created.
-        five(&mut c, &[base[0], key, base[2], base[3], base[4], "0"]);
-        five(&mut c, &[base[0], key, base[2], base[3], base[4], "PEEK"]);
-        assert_eq!(snapshot(&mut c, key), (None, -2));
-        assert_eq!(
-            five(&mut c, &[base[0], key, base[2], base[3], base[4], "2"]),
-            [0, 5, 3, -1, 7200]
-        );
-        let before = snapshot(&mut c, key);
+        let call = |c: &mut redis::Connection, extra: &[&str]| five(c, &[&base[..], extra].concat());
+        // The times are relative to the first call that writes: the whole
+        // sequence must take less than a second.
+        let (nothing, replies, before, peeked, after) = in_time(&mut c, SEC, base[0], |c| {
+            // On a key that does not exist, nothing is created.
+            call(c, &["0"]);
+            call(c, &["PEEK"]);
+            let nothing = snapshot(c, key);
+            let written = call(c, &["2"]);
+            let before = snapshot(c, key);
+            let queried = call(c, &["0"]);
+            let peek_allowed = call(c, &["3", "PEEK"]);
+            let peek_refused = call(c, &["4", "peek"]);
+            let peeked = snapshot(c, key);
+            let last = call(c, &["3"]);
+            let after = snapshot(c, key);
+            let replies = [written, queried, peek_allowed, peek_refused, last];
+            (nothing, replies, before, peeked, after)
+        });
+        let [written, queried, peek_allowed, peek_refused, last] = replies;
+        assert_eq!(nothing, (None, -2));
+        assert_eq!(written, [0, 5, 3, -1, 7200]);
         assert!(before.0.is_some());
-        assert_eq!(
-            five(&mut c, &[base[0], key, base[2], base[3], base[4], "0"]),
-            [0, 5, 3, -1, 7200]
-        );
+        assert_eq!(queried, [0, 5, 3, -1, 7200]);
         // PEEK answers exactly what the real call would...
-        assert_eq!(
-            five(&mut c, &[base[0], key, base[2], base[3], base[4], "3", "PEEK"]),
-            [0, 5, 0, -1, 18000]
-        );
-        assert_eq!(
-            five(&mut c, &[base[0], key, base[2], base[3], base[4], "4", "peek"]),
-            [1, 5, 3, 3600, 7200]
-        );
+        assert_eq!(peek_allowed, [0, 5, 0, -1, 18000]);
+        assert_eq!(peek_refused, [1, 5, 3, 3600, 7200]);
         // ...and stores nothing.
-        assert_eq!(snapshot(&mut c, key), before);
-        assert_eq!(
-            five(&mut c, &[base[0], key, base[2], base[3], base[4], "3"]),
-            [0, 5, 0, -1, 18000]
-        );
-        assert_ne!(snapshot(&mut c, key), before);
+        assert_eq!(peeked, before);
+        assert_eq!(last, [0, 5, 0, -1, 18000]);
+        assert_ne!(after, before);
     }
 }
 
@@ -202,13 +266,10 @@ fn works_from_lua_and_in_transactions() {
     .query(&mut c)
     .unwrap();
     assert_eq!(lua, vec![0, 2, 1, -1, 60]);
-    let replies: Vec<Vec<i64>> = redis::pipe()
-        .atomic()
-        .add_command(cmd(&["RL.GCRA", "tx", "1", "1", "60"]))
-        .add_command(cmd(&["RL.GCRA", "tx", "1", "1", "60"]))
-        .add_command(cmd(&["RL.GCRA", "tx", "1", "1", "60"]))
-        .query(&mut c)
-        .unwrap();
+    // The later calls' times are relative to the first: exact while the
+    // transaction takes less than a second.
+    let tx: &[&str] = &["RL.GCRA", "tx", "1", "1", "60"];
+    let replies = transaction_in_time(&mut c, SEC, ATTEMPTS, &[tx, tx, tx]);
     assert_eq!(
         replies,
         vec![
@@ -419,16 +480,17 @@ fn memory_per_limiter() {
     let s = Server::start();
     let mut c = s.client();
     // Sixteen allowed, then a refusal: the size holds after a read-only call.
+    // One unit per hour, so none comes back during the test.
     for _ in 0..16 {
-        assert_eq!(five(&mut c, &["RL.GCRA", "user:000001", "15", "30", "60"])[0], 0);
+        assert_eq!(five(&mut c, &["RL.GCRA", "user:000001", "15", "1", "3600"])[0], 0);
     }
-    assert_eq!(five(&mut c, &["RL.GCRA", "user:000001", "15", "30", "60"])[0], 1);
+    assert_eq!(five(&mut c, &["RL.GCRA", "user:000001", "15", "1", "3600"])[0], 1);
     let gcra: i64 = cmd(&["MEMORY", "USAGE", "user:000001"]).query(&mut c).unwrap();
     for _ in 0..16 {
-        five(&mut c, &["RL.TOKEN_BUCKET", "user:000002", "16", "30", "60"]);
+        five(&mut c, &["RL.TOKEN_BUCKET", "user:000002", "16", "1", "3600"]);
     }
     assert_eq!(
-        five(&mut c, &["RL.TOKEN_BUCKET", "user:000002", "16", "30", "60"])[0],
+        five(&mut c, &["RL.TOKEN_BUCKET", "user:000002", "16", "1", "3600"])[0],
         1
     );
     let bucket: i64 = cmd(&["MEMORY", "USAGE", "user:000002"]).query(&mut c).unwrap();
@@ -505,36 +567,36 @@ fn cl_throttle_drop_in() {
     drop(plain);
 
     let module = common::module_path();
-    let s = Server::start_with(
-        &["--loadmodule", module.to_str().unwrap(), "cl_throttle", "yes"],
-        false,
-    );
-    let mut c = s.client();
-    assert_eq!(
-        five(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60"]),
-        [0, 16, 15, -1, 2]
-    );
-    assert_eq!(
-        five(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60"]),
-        [0, 16, 14, -1, 4]
-    );
-    assert_eq!(
-        five(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "1"]),
-        [0, 16, 13, -1, 6]
-    );
-    // The same limiter seen through RL.GCRA.
-    assert_eq!(
-        five(&mut c, &["RL.GCRA", "user123", "15", "30", "60", "0"]),
-        [0, 16, 13, -1, 6]
-    );
-    assert_eq!(
-        five(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "13"]),
-        [0, 16, 0, -1, 32]
-    );
-    assert_eq!(
-        five(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60"]),
-        [1, 16, 0, 2, 32]
-    );
+    let calls: [(&[&str], [i64; 5]); 6] = [
+        (&["CL.THROTTLE", "user123", "15", "30", "60"], [0, 16, 15, -1, 2]),
+        (&["CL.THROTTLE", "user123", "15", "30", "60"], [0, 16, 14, -1, 4]),
+        (
+            &["CL.THROTTLE", "user123", "15", "30", "60", "1"],
+            [0, 16, 13, -1, 6],
+        ),
+        // The same limiter seen through RL.GCRA.
+        (&["RL.GCRA", "user123", "15", "30", "60", "0"], [0, 16, 13, -1, 6]),
+        (
+            &["CL.THROTTLE", "user123", "15", "30", "60", "13"],
+            [0, 16, 0, -1, 32],
+        ),
+        (&["CL.THROTTLE", "user123", "15", "30", "60"], [1, 16, 0, 2, 32]),
+    ];
+    // T = 2 s and every time is relative to the first call: the calls must
+    // take less than a second. Each attempt has a fresh server, so that the
+    // call count below is this test's alone.
+    let (_server, mut c, replies) = retry(ATTEMPTS, "CL.THROTTLE sequence within 1 s", |_| {
+        let s = Server::start_with(
+            &["--loadmodule", module.to_str().unwrap(), "cl_throttle", "yes"],
+            false,
+        );
+        let mut c = s.client();
+        let replies = within(&mut c, SEC, |c| calls.map(|(args, _)| five(c, args)))?;
+        Some((s, c, replies))
+    });
+    for ((args, expected), reply) in calls.iter().zip(replies) {
+        assert_eq!(reply, *expected, "{args:?}");
+    }
     // redis-cell's grammar only: no options, no extra arguments.
     assert_eq!(
         error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "MS"]),

@@ -296,9 +296,9 @@ fn corrupt_states_are_reported_and_kept() {
         ("RL.GCRA", &["5", "3", "3600"]),
         ("RL.GCRA", &["5", "17", "3600"]),
         ("RL.TOKEN_BUCKET", &["5", "1", "3600"]),
-        ("RL.FIXED", &["5", "3600"]),
+        ("RL.FIXED", &["5", "1000000000"]),
         ("RL.SLIDING_LOG", &["5", "3600"]),
-        ("RL.SLIDING_COUNTER", &["5", "3600"]),
+        ("RL.SLIDING_COUNTER", &["5", "1000000000"]),
     ];
     // Real states of every algorithm, to truncate and to cross-feed.
     let mut samples: Vec<Vec<u8>> = Vec::new();

@@ -3,11 +3,14 @@
 //! Where a reply depends on where "now" falls in an epoch-aligned window,
 //! the call is bracketed by the server's clock and the time fields must lie
 //! between the values for the two bracketing instants; everything else is
-//! asserted exactly.
+//! asserted exactly. Windows that must not end during a test are 10^9 s long
+//! (the next boundary is in 2033). A sequence whose exact replies hold only
+//! if it takes less than one unit is bracketed too, and run again from an
+//! empty database when it took longer.
 
 mod common;
 
-use common::{cmd, error, five, info_field, snapshot, timed, until, Server};
+use common::{cmd, error, five, in_time, info_field, retry, snapshot, timed, until, Server, ATTEMPTS};
 
 const SEC: u64 = 1_000_000;
 
@@ -15,20 +18,17 @@ const SEC: u64 = 1_000_000;
 fn fixed_window_counts_per_window() {
     let s = Server::start();
     let mut c = s.client();
-    let w = 3600 * SEC;
-    let (mut r, mut before, mut after) = timed(&mut c, &["RL.FIXED", "f", "3", "3600"]);
-    if before / w != after / w {
-        // An hour boundary passed during the call: start again in the new hour.
-        cmd(&["DEL", "f"]).query::<()>(&mut c).unwrap();
-        (r, before, after) = timed(&mut c, &["RL.FIXED", "f", "3", "3600"]);
-    }
+    // A 10^9-second window: its next boundary is in 2033, so every call here
+    // falls in the same window.
+    let w = 1_000_000_000 * SEC;
+    let (r, before, after) = timed(&mut c, &["RL.FIXED", "f", "3", "1000000000"]);
     let end = (before / w + 1) * w;
     assert_eq!(r[..4], [0, 3, 2, -1]);
     assert!(until(end, before, after, SEC).contains(&r[4]), "{r:?}");
-    let (r, before, after) = timed(&mut c, &["RL.FIXED", "f", "3", "3600", "2"]);
+    let (r, before, after) = timed(&mut c, &["RL.FIXED", "f", "3", "1000000000", "2"]);
     assert_eq!(r[..4], [0, 3, 0, -1]);
     assert!(until(end, before, after, SEC).contains(&r[4]));
-    let (r, before, after) = timed(&mut c, &["RL.FIXED", "f", "3", "3600"]);
+    let (r, before, after) = timed(&mut c, &["RL.FIXED", "f", "3", "1000000000"]);
     assert_eq!(r[..3], [1, 3, 0]);
     assert!(
         until(end, before, after, SEC).contains(&r[3]),
@@ -36,47 +36,52 @@ fn fixed_window_counts_per_window() {
     );
     assert_eq!(r[3], r[4]);
     assert_eq!(
-        five(&mut c, &["RL.FIXED", "f", "3", "3600", "4"])[..4],
+        five(&mut c, &["RL.FIXED", "f", "3", "1000000000", "4"])[..4],
         [1, 3, 0, -1]
     );
     // The key expires when the window ends, never later than its reset.
     let (_, pexpiretime) = snapshot(&mut c, "f");
     assert_eq!(u64::try_from(pexpiretime).unwrap(), end / 1000);
-    // In milliseconds.
-    let (r, before, after) = timed(&mut c, &["RL.FIXED", "fm", "5", "250", "MS"]);
-    let end = (before / 250_000 + 1) * 250_000;
+    // In milliseconds. A 250 ms window may end during the call: then the
+    // call is made again on a fresh key, until both brackets (and so the
+    // call) lie in one window.
+    let w = 250_000;
+    let (r, before, after) = retry(ATTEMPTS, "a 250 ms window ended during each call", |_| {
+        cmd(&["DEL", "fm"]).query::<()>(&mut c).unwrap();
+        let (r, before, after) = timed(&mut c, &["RL.FIXED", "fm", "5", "250", "MS"]);
+        (before / w == after / w).then_some((r, before, after))
+    });
+    let end = (before / w + 1) * w;
     assert_eq!(r[..4], [0, 5, 4, -1]);
-    assert!(
-        until(end, before, after, 1000).contains(&r[4]) || r[4] == 250,
-        "{r:?}"
-    );
+    assert!(until(end, before, after, 1000).contains(&r[4]), "{r:?}");
 }
 
 #[test]
 fn sliding_log_counts_the_last_window() {
     let s = Server::start();
     let mut c = s.client();
+    // Every time field is 60 s after an entry made earlier in the sequence,
+    // rounded up: exactly 60 while the sequence takes less than a second.
     let log = |q: &'static str| ["RL.SLIDING_LOG", "l", "3", "60", q];
-    assert_eq!(five(&mut c, &log("1")), [0, 3, 2, -1, 60]);
-    assert_eq!(five(&mut c, &log("1")), [0, 3, 1, -1, 60]);
-    assert_eq!(five(&mut c, &log("1")), [0, 3, 0, -1, 60]);
-    assert_eq!(five(&mut c, &log("1")), [1, 3, 0, 60, 60]);
-    assert_eq!(five(&mut c, &log("2")), [1, 3, 0, 60, 60]);
-    assert_eq!(five(&mut c, &log("4")), [1, 3, 0, -1, 60]);
-    assert_eq!(five(&mut c, &log("0")), [0, 3, 0, -1, 60]);
-    // Several units at one instant are several entries.
-    assert_eq!(
-        five(&mut c, &["RL.SLIDING_LOG", "l2", "5", "60", "3"]),
-        [0, 5, 2, -1, 60]
-    );
-    assert_eq!(
-        five(&mut c, &["RL.SLIDING_LOG", "l2", "5", "60", "3"]),
-        [1, 5, 2, 60, 60]
-    );
-    assert_eq!(
-        five(&mut c, &["RL.SLIDING_LOG", "l2", "5", "60", "2"]),
-        [0, 5, 0, -1, 60]
-    );
+    let calls: [([&str; 5], [i64; 5]); 10] = [
+        (log("1"), [0, 3, 2, -1, 60]),
+        (log("1"), [0, 3, 1, -1, 60]),
+        (log("1"), [0, 3, 0, -1, 60]),
+        (log("1"), [1, 3, 0, 60, 60]),
+        (log("2"), [1, 3, 0, 60, 60]),
+        (log("4"), [1, 3, 0, -1, 60]),
+        (log("0"), [0, 3, 0, -1, 60]),
+        // Several units at one instant are several entries.
+        (["RL.SLIDING_LOG", "l2", "5", "60", "3"], [0, 5, 2, -1, 60]),
+        (["RL.SLIDING_LOG", "l2", "5", "60", "3"], [1, 5, 2, 60, 60]),
+        (["RL.SLIDING_LOG", "l2", "5", "60", "2"], [0, 5, 0, -1, 60]),
+    ];
+    let replies = in_time(&mut c, SEC, "sliding log sequence", |c| {
+        calls.map(|(args, _)| five(c, &args))
+    });
+    for ((args, expected), reply) in calls.iter().zip(replies) {
+        assert_eq!(reply, *expected, "{args:?}");
+    }
     let len: usize = cmd(&["STRLEN", "l2"]).query(&mut c).unwrap();
     assert_eq!(len, 5 + 5 * 8, "a header and one 8-byte instant per unit");
 }
@@ -119,7 +124,9 @@ fn queries_and_peeks_change_nothing() {
     for name in ["RL.FIXED", "RL.SLIDING_LOG", "RL.SLIDING_COUNTER"] {
         let key = format!("{name}:k");
         let call = |extra: &[&str], c: &mut redis::Connection| {
-            let mut args = vec![name, key.as_str(), "5", "3600"];
+            // A 10^9-second window: no fixed or sliding-counter window
+            // ends during the test (the next boundary is in 2033).
+            let mut args = vec![name, key.as_str(), "5", "1000000000"];
             args.extend_from_slice(extra);
             five(c, &args)
         };
@@ -291,9 +298,11 @@ fn wrong_type_and_corrupt_state_change_nothing() {
     let writers: [&[&str]; 5] = [
         &["RL.GCRA", "gcra", "5", "1", "60"],
         &["RL.TOKEN_BUCKET", "bucket", "5", "1", "60"],
-        &["RL.FIXED", "fixed", "5", "60"],
+        // Windows of 10^9 s: these keys expire at a window's end, and the
+        // next boundary is in 2033, not during the test.
+        &["RL.FIXED", "fixed", "5", "1000000000"],
         &["RL.SLIDING_LOG", "log", "5", "60"],
-        &["RL.SLIDING_COUNTER", "counter", "5", "60"],
+        &["RL.SLIDING_COUNTER", "counter", "5", "1000000000"],
     ];
     for w in writers {
         five(&mut c, w);
@@ -360,11 +369,19 @@ fn wrong_type_and_corrupt_state_change_nothing() {
 fn memory_per_limiter() {
     let s = Server::start();
     let mut c = s.client();
-    five(&mut c, &["RL.FIXED", "user:000001", "100", "60"]);
-    five(&mut c, &["RL.FIXED", "user:000001", "100", "60"]);
+    // Windows of 10^9 s, so no window ends (and no key expires) before
+    // MEMORY USAGE; the state's size does not depend on the window.
+    five(&mut c, &["RL.FIXED", "user:000001", "100", "1000000000"]);
+    five(&mut c, &["RL.FIXED", "user:000001", "100", "1000000000"]);
     let fixed: i64 = cmd(&["MEMORY", "USAGE", "user:000001"]).query(&mut c).unwrap();
-    five(&mut c, &["RL.SLIDING_COUNTER", "user:000002", "100", "60"]);
-    five(&mut c, &["RL.SLIDING_COUNTER", "user:000002", "100", "60"]);
+    five(
+        &mut c,
+        &["RL.SLIDING_COUNTER", "user:000002", "100", "1000000000"],
+    );
+    five(
+        &mut c,
+        &["RL.SLIDING_COUNTER", "user:000002", "100", "1000000000"],
+    );
     let counter: i64 = cmd(&["MEMORY", "USAGE", "user:000002"]).query(&mut c).unwrap();
     // A full log at limit 1000, filled one request at a time.
     let mut pipe = redis::pipe();
@@ -389,10 +406,11 @@ fn memory_per_limiter() {
 /// Propagated bytes per allowed request (the AOF receives exactly what the
 /// replicas do), for a full sliding log at two limits. Each log starts as a
 /// full ring of two-hour-old entries, so every request of a 1 h window is
-/// allowed and overwrites one slot.
+/// allowed and overwrites one slot. `appendfsync always` writes the AOF
+/// before each reply, so `aof_current_size` is current when read.
 #[test]
 fn sliding_log_replication_is_independent_of_the_limit() {
-    let s = Server::start_with(&["--appendonly", "yes"], true);
+    let s = Server::start_with(&["--appendonly", "yes", "--appendfsync", "always"], true);
     let mut c = s.client();
     let old = common::server_micros(&mut c) - 7_200_000_000;
     let mut per_request = Vec::new();

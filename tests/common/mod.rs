@@ -264,3 +264,80 @@ pub fn info_field(con: &mut redis::Connection, section: &str, field: &str) -> i6
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no {field} in INFO {section}"))
 }
+
+/// How many times a scenario whose exact replies assume that it ran within a
+/// time budget is tried before the test gives up.
+pub const ATTEMPTS: usize = 5;
+
+/// `scenario`, bracketed by the server's clock: `Some(result)` only if less
+/// than `budget_micros` passed from just before its first command to just
+/// after its last, so that any two of its commands ran less than that apart.
+pub fn within<R>(
+    con: &mut redis::Connection,
+    budget_micros: u64,
+    scenario: impl FnOnce(&mut redis::Connection) -> R,
+) -> Option<R> {
+    let before = server_micros(con);
+    let result = scenario(con);
+    let after = server_micros(con);
+    (after.saturating_sub(before) < budget_micros).then_some(result)
+}
+
+/// `attempt(1)`, `attempt(2)`, ... until one returns `Some`, at most
+/// `attempts` times; then the test fails, saying what did not hold.
+pub fn retry<R>(attempts: usize, what: &str, mut attempt: impl FnMut(usize) -> Option<R>) -> R {
+    for n in 1..=attempts {
+        if let Some(result) = attempt(n) {
+            return result;
+        }
+    }
+    panic!(
+        "{what}: the timing this scenario's exact replies need did not hold in any of {attempts} attempts"
+    );
+}
+
+/// `scenario` on an empty database (`FLUSHALL` first), run again until one
+/// run takes less than `budget_micros` of server time (see `within`), at
+/// most `ATTEMPTS` times. Its result is that run's: assert on it afterwards,
+/// never inside `scenario`.
+pub fn in_time<R>(
+    con: &mut redis::Connection,
+    budget_micros: u64,
+    what: &str,
+    mut scenario: impl FnMut(&mut redis::Connection) -> R,
+) -> R {
+    retry(ATTEMPTS, &format!("{what} (within {budget_micros} µs)"), |_| {
+        cmd(&["FLUSHALL"]).query::<()>(con).expect("FLUSHALL");
+        within(con, budget_micros, &mut scenario)
+    })
+}
+
+/// `commands` in one MULTI/EXEC with TIME first and last: their replies, if
+/// less than `budget_micros` passed between the two TIMEs (so between any two
+/// of the commands' instants, when the server reads the clock per command).
+pub fn transaction_within(
+    con: &mut redis::Connection,
+    budget_micros: u64,
+    commands: &[&[&str]],
+) -> Option<Vec<Vec<i64>>> {
+    let mut pipe = redis::pipe();
+    pipe.atomic().cmd("TIME");
+    for args in commands {
+        pipe.add_command(cmd(args));
+    }
+    pipe.cmd("TIME");
+    let mut replies: Vec<redis::Value> = pipe.query(con).expect("MULTI/EXEC");
+    let micros = |v: &redis::Value| {
+        let (secs, micros): (u64, u64) = redis::from_redis_value(v).expect("TIME");
+        secs * 1_000_000 + micros
+    };
+    let after = micros(&replies.pop().expect("the last TIME"));
+    let before = micros(&replies.remove(0));
+    (after.saturating_sub(before) < budget_micros).then(|| {
+        replies
+            .iter()
+            .zip(commands)
+            .map(|(v, args)| redis::from_redis_value(v).unwrap_or_else(|e| panic!("{args:?}: {e}")))
+            .collect()
+    })
+}
