@@ -122,6 +122,18 @@ pub fn parse_redis_int(bytes: &[u8]) -> Option<i64> {
         [b'1'..=b'9', ..] => {}
         _ => return None,
     }
+    if digits.len() <= 18 {
+        // Cannot overflow: at most 10^18 - 1.
+        let mut value: i64 = 0;
+        for &b in digits {
+            let digit = b.wrapping_sub(b'0');
+            if digit > 9 {
+                return None;
+            }
+            value = value * 10 + i64::from(digit);
+        }
+        return Some(if negative { -value } else { value });
+    }
     let mut value: i64 = 0;
     for &b in digits {
         if !b.is_ascii_digit() {
@@ -217,6 +229,26 @@ pub fn parse<T: AsBytes>(
 mod tests {
     use super::*;
     use rl_core::bounds::MAX_LIMIT;
+
+    #[test]
+    fn integers_of_every_length_parse_exactly() {
+        // Both sides of the 18-digit fast path, and the i64 limits.
+        let mut values = vec![i64::MAX, i64::MIN, i64::MAX - 1, i64::MIN + 1];
+        for k in 0..19 {
+            let p = 10i64.pow(k);
+            values.extend([p - 1, p, p + 1, 7 * p / 3, -(p - 1), -p, -(p + 1)]);
+        }
+        for v in values {
+            let text = v.to_string();
+            assert_eq!(parse_redis_int(text.as_bytes()), Some(v), "{text}");
+        }
+        assert_eq!(parse_redis_int(b"9223372036854775808"), None);
+        assert_eq!(parse_redis_int(b"-9223372036854775809"), None);
+        assert_eq!(parse_redis_int(b"12345678901234567x"), None);
+        assert_eq!(parse_redis_int(b"1234567890123456789x"), None);
+        assert_eq!(parse_redis_int(b"12/"), None);
+        assert_eq!(parse_redis_int(b"12:"), None);
+    }
 
     #[test]
     fn redis_integer_rules() {

@@ -67,13 +67,12 @@ impl Gcra {
         let max_burst = in_range("max_burst", max_burst, 0, MAX_BURST)?;
         let count = in_range("count", count, 1, MAX_LIMIT)?;
         let period = in_range("period", period_micros, 1, MAX_PERIOD_MICROS)?;
-        let g = gcd(u128::from(period), u128::from(count));
-        let per_micro = u128::from(count) / g;
+        // Both are at least 1, so their gcd is too.
+        let g = gcd(period, count).max(1);
         Ok(Gcra {
             limit: max_burst + 1,
-            // count <= 10^9, so per_micro fits in u64.
-            per_micro: u64::try_from(per_micro).unwrap_or(u64::MAX),
-            emission_interval: u128::from(period) / g,
+            per_micro: count / g,
+            emission_interval: u128::from(period / g),
         })
     }
 

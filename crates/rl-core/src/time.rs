@@ -80,8 +80,10 @@ impl TimeUnit {
     }
 }
 
-/// Greatest common divisor (Euclid); `gcd(0, n) == n`.
-pub(crate) const fn gcd(mut a: u128, mut b: u128) -> u128 {
+/// Greatest common divisor (Euclid); `gcd(0, n) == n`. In 64 bits: its
+/// inputs are parameters (at most 10^15), and 128-bit remainders are slow
+/// library calls.
+pub(crate) const fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b != 0 {
         let t = a % b;
         a = b;

@@ -70,12 +70,12 @@ impl TokenBucket {
         let capacity = in_range("capacity", capacity, 1, MAX_LIMIT)?;
         let refill_count = in_range("refill_count", refill_count, 1, MAX_LIMIT)?;
         let period = in_range("refill_period", refill_period_micros, 1, MAX_PERIOD_MICROS)?;
-        let g = gcd(u128::from(refill_count), u128::from(period));
-        let as_u64 = |v: u128| u64::try_from(v).unwrap_or(u64::MAX);
+        // Both are at least 1, so their gcd is too.
+        let g = gcd(refill_count, period).max(1);
         Ok(TokenBucket {
             capacity,
-            grains_per_token: as_u64(u128::from(period) / g),
-            grains_per_micro: as_u64(u128::from(refill_count) / g),
+            grains_per_token: period / g,
+            grains_per_micro: refill_count / g,
         })
     }
 
