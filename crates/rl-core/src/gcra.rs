@@ -7,7 +7,7 @@ use crate::bounds::{MAX_BURST, MAX_LIMIT, MAX_PERIOD_MICROS};
 use crate::decision::{Decision, RetryAfter};
 use crate::error::{in_range, ParamError};
 use crate::limiter::{Limiter, Outcome, Update};
-use crate::time::{gcd, Instant, Micros};
+use crate::time::{div_ceil, gcd, Instant, Micros};
 
 /// Validated GCRA parameters.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -82,7 +82,7 @@ impl Gcra {
     }
 
     fn micros(&self, ticks: u128) -> Micros {
-        Micros(ticks.div_ceil(u128::from(self.per_micro)))
+        Micros(div_ceil(ticks, self.per_micro))
     }
 }
 
@@ -115,7 +115,7 @@ impl Limiter for Gcra {
             return done;
         }
         let new_tat = tat + u128::from(quantity) * self.emission_interval;
-        let expires_at = u64::try_from(new_tat.div_ceil(d)).ok();
+        let expires_at = u64::try_from(div_ceil(new_tat, self.per_micro)).ok();
         match expires_at {
             Some(expires_at) if new_tat <= horizon => Outcome {
                 decision: Decision {

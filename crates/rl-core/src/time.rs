@@ -75,8 +75,25 @@ impl TimeUnit {
     /// A duration in this unit, rounded UP, saturating at `i64::MAX`: a
     /// client that waits the reported time is never early.
     pub fn ceil(self, d: Micros) -> i64 {
-        let units = d.0.div_ceil(u128::from(self.micros_per_unit()));
+        let units = div_ceil(d.0, self.micros_per_unit());
         i64::try_from(units).unwrap_or(i64::MAX)
+    }
+}
+
+/// `n / d` for a divisor of at least 1. 128-bit division is a library call:
+/// it is avoided when `n` fits in 64 bits, as it almost always does.
+pub(crate) fn div(n: u128, d: u64) -> u128 {
+    match u64::try_from(n) {
+        Ok(n) => u128::from(n / d),
+        Err(_) => n / u128::from(d),
+    }
+}
+
+/// `n / d` rounded up, for a divisor of at least 1 (see [`div`]).
+pub(crate) fn div_ceil(n: u128, d: u64) -> u128 {
+    match u64::try_from(n) {
+        Ok(n) => u128::from(n.div_ceil(d)),
+        Err(_) => n.div_ceil(u128::from(d)),
     }
 }
 
@@ -115,6 +132,17 @@ mod tests {
         );
         assert_eq!(Instant::from_micros(1_000_001).ceil_millis(), 1_001);
         assert_eq!(Instant::MAX.ceil_millis(), u64::MAX.div_ceil(1000));
+    }
+
+    #[test]
+    fn division_on_both_sides_of_64_bits() {
+        let big = u128::from(u64::MAX);
+        for n in [0, 1, 7, 999, big - 1, big, big + 1, big * 3 + 2, u128::MAX] {
+            for d in [1u64, 2, 3, 840, 1_000_000, u64::MAX] {
+                assert_eq!(div(n, d), n / u128::from(d), "{n} / {d}");
+                assert_eq!(div_ceil(n, d), n.div_ceil(u128::from(d)), "{n} / {d}");
+            }
+        }
     }
 
     #[test]

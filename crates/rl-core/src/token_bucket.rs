@@ -11,7 +11,7 @@ use crate::bounds::{MAX_LIMIT, MAX_PERIOD_MICROS};
 use crate::decision::{Decision, RetryAfter};
 use crate::error::{in_range, ParamError};
 use crate::limiter::{Limiter, Outcome, Update};
-use crate::time::{gcd, Instant, Micros};
+use crate::time::{div, div_ceil, gcd, Instant, Micros};
 
 /// Validated token-bucket parameters.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -112,11 +112,11 @@ impl TokenBucket {
     /// Time until `grains` more have dripped in, rounded up to the µs.
     fn time_for(&self, grains: i128) -> Micros {
         let grains = u128::try_from(grains).unwrap_or(0);
-        Micros(grains.div_ceil(u128::from(self.grains_per_micro)))
+        Micros(div_ceil(grains, self.grains_per_micro))
     }
 
     fn remaining(&self, level: i128) -> u64 {
-        let tokens = u128::try_from(level).unwrap_or(0) / u128::from(self.grains_per_token);
+        let tokens = div(u128::try_from(level).unwrap_or(0), self.grains_per_token);
         u64::try_from(tokens).unwrap_or(u64::MAX).min(self.capacity)
     }
 }
