@@ -68,11 +68,7 @@ impl AsBytes for Arg {
                 return &[];
             }
             let mut len = 0usize;
-            let ptr = ptr_len(self.0, &mut len);
-            if ptr.is_null() || len == 0 {
-                return &[];
-            }
-            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+            crate::server_bytes(ptr_len(self.0, &mut len), len)
         }
     }
 }

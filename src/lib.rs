@@ -18,6 +18,20 @@ use redis_module::{raw, redis_module, Context, InfoContext, RedisString, Status}
 use std::ffi::CStr;
 use std::os::raw::c_int;
 
+/// `len` bytes at `ptr`, owned by the server (empty for a null pointer or a
+/// zero length, where `from_raw_parts` would not be allowed).
+///
+/// # Safety
+/// Unless null, `ptr` addresses `len` readable bytes that stay valid and
+/// unchanged for `'a`.
+pub(crate) unsafe fn server_bytes<'a>(ptr: *const std::os::raw::c_char, len: usize) -> &'a [u8] {
+    if ptr.is_null() || len == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+    }
+}
+
 /// The signature of a command handler as the server calls it.
 type Handler = extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 

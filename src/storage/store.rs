@@ -58,11 +58,22 @@ impl CallReply {
                 return &[];
             };
             let mut len = 0usize;
-            let ptr = ptr_len(self.0.as_ptr(), &mut len);
-            if ptr.is_null() || len == 0 {
-                return &[];
+            crate::server_bytes(ptr_len(self.0.as_ptr(), &mut len), len)
+        }
+    }
+}
+
+/// A string object the module made, released on drop (a key or a pending
+/// replication that took its own reference keeps the object alive).
+struct OwnedString(NonNull<raw::RedisModuleString>, *mut raw::RedisModuleCtx);
+
+impl Drop for OwnedString {
+    fn drop(&mut self) {
+        // SAFETY: the module's reference, released exactly once.
+        unsafe {
+            if let Some(free) = raw::RedisModule_FreeString {
+                free(self.1, self.0.as_ptr());
             }
-            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
         }
     }
 }
@@ -149,10 +160,8 @@ impl Store {
                     let ptr = dma(key.as_ptr(), &mut len, raw::REDISMODULE_READ as c_int);
                     if ptr.is_null() {
                         Ok(Content::Other)
-                    } else if len == 0 {
-                        Ok(Content::String(&[]))
                     } else {
-                        Ok(Content::String(std::slice::from_raw_parts(ptr.cast::<u8>(), len)))
+                        Ok(Content::String(crate::server_bytes(ptr, len)))
                     }
                 }
                 _ => Ok(Content::Other),
@@ -205,31 +214,25 @@ impl Store {
         value: &[u8],
         expire_at_ms: c_longlong,
     ) -> Result<(), CommandError> {
-        // SAFETY: the key is open for writing. In place: DMA in write mode
-        // returns `len` writable bytes, and we write exactly `len`. Otherwise
-        // the created string is handed to the key (StringSet takes its own
-        // reference), to the replication (which takes another) and then
-        // released.
+        // SAFETY: the key is open for writing. Otherwise the created string
+        // is handed to the key (StringSet takes its own reference) and to the
+        // replication (which takes another) before ours is released.
         unsafe {
             let replicate = raw::RedisModule_Replicate.ok_or(MISSING_API)?;
             let status = if self.overwrite_in_place(key, value)? {
                 Self::set_abs_expire(key, expire_at_ms)?;
                 self.send_set(replicate, false, Value::Bytes(value), expire_at_ms, ERR)
             } else {
-                let create = raw::RedisModule_CreateString.ok_or(MISSING_API)?;
-                let set = raw::RedisModule_StringSet.ok_or(MISSING_API)?;
-                let free = raw::RedisModule_FreeString.ok_or(MISSING_API)?;
-                let s = create(self.ctx, value.as_ptr().cast::<c_char>(), value.len());
-                if set(key.as_ptr(), s) != raw::REDISMODULE_OK as c_int {
-                    free(self.ctx, s);
-                    return Err(CommandError::Storage {
-                        detail: "the server refused the write",
-                    });
-                }
+                let stored = self.set_new_string(key, value)?;
                 let expired = Self::set_abs_expire(key, expire_at_ms);
                 // The value replicated is the very object stored.
-                let status = self.send_set(replicate, false, Value::Object(s), expire_at_ms, ERR);
-                free(self.ctx, s);
+                let status = self.send_set(
+                    replicate,
+                    false,
+                    Value::Object(stored.0.as_ptr()),
+                    expire_at_ms,
+                    ERR,
+                );
                 expired?;
                 status
             };
@@ -282,6 +285,22 @@ impl Store {
         if self.string_len != Some(value.len()) {
             return Ok(false);
         }
+        match Self::writable(key)? {
+            Some(target) if target.len() == value.len() => {
+                target.copy_from_slice(value);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// The value's bytes, writable in place (unshared by the server first);
+    /// `None` if the server gives none.
+    ///
+    /// # Safety
+    /// `key` is open for writing and holds a string; the slice is used before
+    /// the next operation on the key.
+    unsafe fn writable<'a>(key: NonNull<raw::RedisModuleKey>) -> Result<Option<&'a mut [u8]>, CommandError> {
         let dma = raw::RedisModule_StringDMA.ok_or(MISSING_API)?;
         let mut len = 0usize;
         let ptr = dma(
@@ -289,11 +308,42 @@ impl Store {
             &mut len,
             (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int,
         );
-        if ptr.is_null() || len != value.len() {
-            return Ok(false);
+        Ok((!ptr.is_null()).then(|| {
+            if len == 0 {
+                &mut []
+            } else {
+                std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len)
+            }
+        }))
+    }
+
+    /// Store a new string of `bytes` as the key's value (which drops the
+    /// key's expiry). The returned reference is the module's own; the key
+    /// holds another.
+    ///
+    /// # Safety
+    /// `key` is open for writing. `bytes` may be the key's own value: the
+    /// server copies it before replacing it.
+    unsafe fn set_new_string(
+        &self,
+        key: NonNull<raw::RedisModuleKey>,
+        bytes: &[u8],
+    ) -> Result<OwnedString, CommandError> {
+        let create = raw::RedisModule_CreateString.ok_or(MISSING_API)?;
+        let set = raw::RedisModule_StringSet.ok_or(MISSING_API)?;
+        let made = create(self.ctx, bytes.as_ptr().cast::<c_char>(), bytes.len());
+        let owned = OwnedString(
+            NonNull::new(made).ok_or(CommandError::Storage {
+                detail: "could not make the value",
+            })?,
+            self.ctx,
+        );
+        if set(key.as_ptr(), made) != raw::REDISMODULE_OK as c_int {
+            return Err(CommandError::Storage {
+                detail: "the server refused the write",
+            });
         }
-        std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len).copy_from_slice(value);
-        Ok(true)
+        Ok(owned)
     }
 
     /// Grow the value to `new_len` bytes (zero-filled) if shorter, overwrite
@@ -326,19 +376,9 @@ impl Store {
                     });
                 }
             }
-            let dma = raw::RedisModule_StringDMA.ok_or(MISSING_API)?;
-            let mut len = 0usize;
-            let ptr = dma(
-                key.as_ptr(),
-                &mut len,
-                (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int,
-            );
-            if ptr.is_null() {
-                return Err(CommandError::Storage {
-                    detail: "could not write the value",
-                });
-            }
-            let value = std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len);
+            let value = Self::writable(key)?.ok_or(CommandError::Storage {
+                detail: "could not write the value",
+            })?;
             for (offset, bytes) in patches.clone() {
                 let Some(target) = value.get_mut(offset..offset + bytes.len()) else {
                     return Err(CommandError::Storage {
@@ -348,15 +388,9 @@ impl Store {
                 target.copy_from_slice(bytes);
             }
             if compact {
-                // StringSet replaces the value (and drops the expiry, set below).
-                let copy = raw::RedisModule_CreateString.ok_or(MISSING_API)?(self.ctx, ptr, len);
-                let status = raw::RedisModule_StringSet.ok_or(MISSING_API)?(key.as_ptr(), copy);
-                raw::RedisModule_FreeString.ok_or(MISSING_API)?(self.ctx, copy);
-                if status != raw::REDISMODULE_OK as c_int {
-                    return Err(CommandError::Storage {
-                        detail: "the server refused the write",
-                    });
-                }
+                // A copy at the exact size replaces the value (the expiry
+                // it drops is set below).
+                self.set_new_string(key, value)?;
             }
             Self::set_abs_expire(key, expire_at_ms)?;
             let replicate = raw::RedisModule_Replicate.ok_or(MISSING_API)?;
