@@ -171,6 +171,7 @@ fn flag(token: &[u8]) -> Option<Flag> {
 /// Parse `positional... [quantity] [MS] [PEEK]` (the arguments after the key).
 /// Options may come in any order and may repeat; `quantity`, when present,
 /// comes right after the positionals.
+#[inline(always)]
 pub fn parse<T: AsBytes>(
     command: &'static str,
     spec: &[Positional],
