@@ -112,7 +112,7 @@ extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) 
 }
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
-    if !storage::shared::init() {
+    if !storage::shared::init() || !storage::shared::follow_server_settings(ctx.ctx) {
         return Status::Err;
     }
     for (name, handler) in COMMANDS {

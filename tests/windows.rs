@@ -443,3 +443,70 @@ fn sliding_log_replication_is_independent_of_the_limit() {
     // Only the digits of the offsets differ.
     assert!((per_request[0] - per_request[1]).abs() <= 8, "{per_request:?}");
 }
+
+/// New limiters that start from the same state (same window, same count)
+/// may share one value object, as Redis shares small integers; a write to
+/// one of them never shows in another. Under an evicting `maxmemory`, where
+/// every key needs its own access clock, each key gets its own object.
+#[test]
+fn limiters_that_share_a_first_state_stay_independent() {
+    let s = Server::start();
+    let mut c = s.client();
+    let refcount =
+        |c: &mut redis::Connection, key: &str| -> i64 { cmd(&["OBJECT", "REFCOUNT", key]).query(c).unwrap() };
+    // Valkey stores each value together with its key: nothing can be shared.
+    let server: String = cmd(&["INFO", "server"]).query(&mut c).unwrap();
+    let shares = !server.contains("server_name:valkey");
+    let w = "1000000000";
+    for key in ["a", "b", "c"] {
+        assert_eq!(five(&mut c, &["RL.FIXED", key, "5", w])[..4], [0, 5, 4, -1]);
+    }
+    let first = snapshot(&mut c, "a");
+    if shares {
+        // The three keys and the module's own reference.
+        for key in ["a", "b", "c"] {
+            assert_eq!(refcount(&mut c, key), 4, "{key}");
+        }
+    }
+    // A second request to `a` counts for `a` alone.
+    assert_eq!(five(&mut c, &["RL.FIXED", "a", "5", w])[..4], [0, 5, 3, -1]);
+    assert_eq!(refcount(&mut c, "a"), 1);
+    assert_eq!(snapshot(&mut c, "b"), first);
+    if shares {
+        assert_eq!(refcount(&mut c, "b"), 3);
+    }
+    // Deleting one holder leaves the others as they were.
+    cmd(&["DEL", "c"]).query::<()>(&mut c).unwrap();
+    if shares {
+        assert_eq!(refcount(&mut c, "b"), 2);
+    }
+    assert_eq!(snapshot(&mut c, "b"), first);
+    assert_eq!(five(&mut c, &["RL.FIXED", "b", "5", w, "0"])[..4], [0, 5, 4, -1]);
+    assert_eq!(five(&mut c, &["RL.FIXED", "b", "5", w])[..4], [0, 5, 3, -1]);
+    // Evicting by LRU: every new key has its own object.
+    cmd(&[
+        "CONFIG",
+        "SET",
+        "maxmemory",
+        "1gb",
+        "maxmemory-policy",
+        "allkeys-lru",
+    ])
+    .query::<()>(&mut c)
+    .unwrap();
+    for key in ["d", "e"] {
+        assert_eq!(five(&mut c, &["RL.FIXED", key, "5", w])[..4], [0, 5, 4, -1]);
+        assert_eq!(refcount(&mut c, key), 1, "{key}");
+    }
+    // No eviction again: sharing resumes.
+    cmd(&["CONFIG", "SET", "maxmemory-policy", "noeviction"])
+        .query::<()>(&mut c)
+        .unwrap();
+    for key in ["f", "g"] {
+        assert_eq!(five(&mut c, &["RL.FIXED", key, "5", w])[..4], [0, 5, 4, -1]);
+    }
+    if shares {
+        assert_eq!(refcount(&mut c, "f"), 3);
+    }
+    assert_eq!(snapshot(&mut c, "f"), snapshot(&mut c, "e"));
+}

@@ -14,6 +14,7 @@ impl ValueCodec for FixedWindowCodec {
     type Value = WindowCount;
     type Limiter = FixedWindow;
     const ALGORITHM: &'static str = "RL.FIXED";
+    const SHARE_NEW: bool = true;
 
     fn decode(bytes: &[u8]) -> Result<WindowCount, &'static str> {
         let mut f = Fields::tagged(bytes, TAG, LEN).ok_or("expected 12 bytes starting with 'F'")?;

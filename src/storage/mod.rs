@@ -54,6 +54,10 @@ pub trait ValueCodec {
     type Limiter: for<'a> Limiter<State<'a> = Self::Value, Change = Self::Value>;
     const ALGORITHM: &'static str;
     const ACCESS: Access = Access::Direct;
+    /// Whether new limiters start from equal values often enough to share
+    /// one object (see [`shared::value`]): true for the window counters,
+    /// whose first state depends only on the window.
+    const SHARE_NEW: bool = false;
 
     fn decode(bytes: &[u8]) -> Result<Self::Value, &'static str>;
     fn encode(value: &Self::Value) -> Encoded;
@@ -74,7 +78,7 @@ impl<T: ValueCodec> Codec for T {
     }
 
     fn write(store: &mut Store, plan: Encoded, expire_at_ms: u64) -> Result<(), CommandError> {
-        store.write(plan.as_slice(), expire_at_ms)
+        store.write(plan.as_slice(), expire_at_ms, T::SHARE_NEW)
     }
 }
 

@@ -5,18 +5,30 @@
 //!   the same millisecond, and so do the GCRA and token-bucket keys written
 //!   within one millisecond: under load most writes reuse it.
 //!
+//! And one string the keyspace itself may share: the value of the last new
+//! key ([`value`]). New fixed-window and sliding-counter limiters of one
+//! window all start from the same state; like Redis's shared integers, they
+//! may hold one object (the server copies a shared value before any write to
+//! it, so a key's change never shows in another), and like them only while
+//! `maxmemory` does not evict keys.
+//!
 //! Commands run on the server's main thread, one at a time; the atomics only
 //! make the statics shareable, they are never contended.
 
 use super::{push_decimal, Encoded};
 use redis_module::raw;
-use std::os::raw::{c_char, c_longlong};
-use std::ptr::null_mut;
-use std::sync::atomic::{AtomicI64, AtomicPtr, Ordering};
+use std::ffi::c_void;
+use std::os::raw::{c_char, c_int, c_longlong};
+use std::ptr::{null_mut, NonNull};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 static PXAT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(null_mut());
 static EXPIRY: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(null_mut());
 static EXPIRY_AT: AtomicI64 = AtomicI64::new(-1);
+static VALUE: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(null_mut());
+static VALUE_LEN: AtomicUsize = AtomicUsize::new(0);
+static VALUE_WORDS: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+static SHARING: AtomicBool = AtomicBool::new(true);
 
 /// A new string owned by the module (no context: not auto-released).
 fn create(bytes: &[u8]) -> *mut raw::RedisModuleString {
@@ -51,6 +63,7 @@ pub fn free() {
     release(PXAT.swap(null_mut(), Ordering::Relaxed));
     release(EXPIRY.swap(null_mut(), Ordering::Relaxed));
     EXPIRY_AT.store(-1, Ordering::Relaxed);
+    release(VALUE.swap(null_mut(), Ordering::Relaxed));
 }
 
 pub fn pxat() -> *mut raw::RedisModuleString {
@@ -72,4 +85,106 @@ pub fn expiry(expire_at_ms: c_longlong) -> *mut raw::RedisModuleString {
         EXPIRY_AT.store(expire_at_ms, Ordering::Relaxed);
     }
     fresh
+}
+
+/// A string object holding `bytes` for a new key's value, which other keys
+/// may hold too: the kept one when it holds the same bytes, else a new one
+/// kept instead. New limiters of one window start from the same state, so
+/// under load most new keys of a window share one object rather than each
+/// allocating its own. `None` when sharing is off (see [`set_sharing`]) or
+/// for a value longer than [`SHARED_MAX`].
+pub fn value(bytes: &[u8]) -> Option<NonNull<raw::RedisModuleString>> {
+    if !SHARING.load(Ordering::Relaxed) {
+        return None;
+    }
+    let words = pack(bytes)?;
+    let kept = VALUE.load(Ordering::Relaxed);
+    if !kept.is_null()
+        && VALUE_LEN.load(Ordering::Relaxed) == bytes.len()
+        && VALUE_WORDS
+            .iter()
+            .zip(words)
+            .all(|(w, v)| w.load(Ordering::Relaxed) == v)
+    {
+        return NonNull::new(kept);
+    }
+    let fresh = create(bytes);
+    release(VALUE.swap(fresh, Ordering::Relaxed));
+    VALUE_LEN.store(bytes.len(), Ordering::Relaxed);
+    for (w, v) in VALUE_WORDS.iter().zip(words) {
+        w.store(v, Ordering::Relaxed);
+    }
+    NonNull::new(fresh)
+}
+
+/// The longest value [`value`] shares (every fixed-size state fits).
+pub const SHARED_MAX: usize = 8 * VALUE_WORDS.len();
+
+/// `bytes` as little-endian words, zero-padded: the kept value's identity.
+fn pack(bytes: &[u8]) -> Option<[u64; 3]> {
+    if bytes.len() > SHARED_MAX {
+        return None;
+    }
+    let mut padded = [0u8; SHARED_MAX];
+    padded[..bytes.len()].copy_from_slice(bytes);
+    let mut words = [0u64; 3];
+    for (word, chunk) in words.iter_mut().zip(padded.chunks_exact(8)) {
+        let mut le = [0u8; 8];
+        le.copy_from_slice(chunk);
+        *word = u64::from_le_bytes(le);
+    }
+    Some(words)
+}
+
+/// Whether new keys may share value objects.
+pub fn set_sharing(on: bool) {
+    SHARING.store(on, Ordering::Relaxed);
+    if !on {
+        release(VALUE.swap(null_mut(), Ordering::Relaxed));
+    }
+}
+
+/// Apply Redis's own rule for its shared integers: no shared values while
+/// `maxmemory` evicts keys, since a shared object has one access clock for
+/// all the keys that hold it and eviction by LRU or LFU needs one per key.
+/// (Redis rules out LRU and LFU; any evicting policy turns sharing off here.)
+/// Without eviction, the cost is the same as Redis's shared integers: `OBJECT
+/// IDLETIME` and `OBJECT FREQ` of a key report its object's clock.
+fn apply_server_settings(ctx: *mut raw::RedisModuleCtx) {
+    // SAFETY: `ctx` is the context the server passed to OnLoad or to an
+    // event callback.
+    let flags = unsafe { raw::RedisModule_GetContextFlags.map_or(0, |get| get(ctx)) };
+    let evicting = flags & raw::REDISMODULE_CTX_FLAGS_MAXMEMORY as c_int != 0
+        && flags & raw::REDISMODULE_CTX_FLAGS_EVICT as c_int != 0;
+    set_sharing(!evicting);
+}
+
+extern "C" fn settings_changed(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    _subevent: u64,
+    _data: *mut c_void,
+) {
+    let _ = std::panic::catch_unwind(|| apply_server_settings(ctx));
+}
+
+/// Decide sharing from the server's settings now, and again whenever a
+/// `CONFIG SET` changes them or the server changes role (a replica ignores
+/// `maxmemory` by default; promoted, it applies it). Called from OnLoad.
+pub fn follow_server_settings(ctx: *mut raw::RedisModuleCtx) -> bool {
+    apply_server_settings(ctx);
+    let events = [
+        raw::REDISMODULE_EVENT_CONFIG,
+        raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
+    ];
+    // SAFETY: OnLoad's context; the callback lives as long as the module.
+    events.into_iter().all(|id| unsafe {
+        raw::RedisModule_SubscribeToServerEvent.is_some_and(|subscribe| {
+            subscribe(
+                ctx,
+                raw::RedisModuleEvent { id, dataver: 1 },
+                Some(settings_changed),
+            ) == raw::REDISMODULE_OK as c_int
+        })
+    })
 }

@@ -15,6 +15,7 @@ impl ValueCodec for SlidingCounterCodec {
     type Value = WindowPair;
     type Limiter = SlidingCounter;
     const ALGORITHM: &'static str = "RL.SLIDING_COUNTER";
+    const SHARE_NEW: bool = true;
 
     fn decode(bytes: &[u8]) -> Result<WindowPair, &'static str> {
         let mut f = Fields::tagged(bytes, TAG, LEN).ok_or("expected 16 bytes starting with 'C'")?;

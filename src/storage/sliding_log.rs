@@ -162,7 +162,7 @@ impl Codec for SlidingLogCodec {
 
     fn write(store: &mut Store, plan: LogPlan, expire_at_ms: u64) -> Result<(), CommandError> {
         match plan {
-            LogPlan::Replace(value) => store.write(value.as_slice(), expire_at_ms),
+            LogPlan::Replace(value) => store.write(value.as_slice(), expire_at_ms, false),
             LogPlan::Patch {
                 new_len,
                 patches,

@@ -63,16 +63,24 @@ impl CallReply {
     }
 }
 
-/// A string object the module made, released on drop (a key or a pending
-/// replication that took its own reference keeps the object alive).
-struct OwnedString(NonNull<raw::RedisModuleString>, *mut raw::RedisModuleCtx);
+/// A string object the module made for a write: its own reference is
+/// released on drop (a key or a pending replication that took another keeps
+/// the object alive), unless [`shared::value`] keeps it.
+struct ValueString {
+    object: NonNull<raw::RedisModuleString>,
+    ctx: *mut raw::RedisModuleCtx,
+    kept: bool,
+}
 
-impl Drop for OwnedString {
+impl Drop for ValueString {
     fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
         // SAFETY: the module's reference, released exactly once.
         unsafe {
             if let Some(free) = raw::RedisModule_FreeString {
-                free(self.1, self.0.as_ptr());
+                free(self.ctx, self.object.as_ptr());
             }
         }
     }
@@ -198,12 +206,13 @@ impl Store {
     }
 
     /// Replace the value with `value`, expiring at `expire_at_ms` (absolute
-    /// Unix milliseconds), and replicate exactly that effect.
-    pub fn write(&mut self, value: &[u8], expire_at_ms: u64) -> Result<(), CommandError> {
+    /// Unix milliseconds), and replicate exactly that effect. With `share`,
+    /// a new value may be an object other keys hold too.
+    pub fn write(&mut self, value: &[u8], expire_at_ms: u64, share: bool) -> Result<(), CommandError> {
         let expire_at_ms = c_longlong::try_from(expire_at_ms).unwrap_or(c_longlong::MAX);
         self.reply = None;
         match (self.access, self.key) {
-            (Access::Direct, Some(key)) => self.write_direct(key, value, expire_at_ms),
+            (Access::Direct, Some(key)) => self.write_direct(key, value, expire_at_ms, share),
             _ => self.write_command(value, expire_at_ms),
         }
     }
@@ -213,6 +222,7 @@ impl Store {
         key: NonNull<raw::RedisModuleKey>,
         value: &[u8],
         expire_at_ms: c_longlong,
+        share: bool,
     ) -> Result<(), CommandError> {
         // SAFETY: the key is open for writing. Otherwise the created string
         // is handed to the key (StringSet takes its own reference) and to the
@@ -223,13 +233,13 @@ impl Store {
                 Self::set_abs_expire(key, expire_at_ms)?;
                 self.send_set(replicate, false, Value::Bytes(value), expire_at_ms, ERR)
             } else {
-                let stored = self.set_new_string(key, value)?;
+                let stored = self.set_new_string(key, value, share)?;
                 let expired = Self::set_abs_expire(key, expire_at_ms);
                 // The value replicated is the very object stored.
                 let status = self.send_set(
                     replicate,
                     false,
-                    Value::Object(stored.0.as_ptr()),
+                    Value::Object(stored.object.as_ptr()),
                     expire_at_ms,
                     ERR,
                 );
@@ -317,9 +327,10 @@ impl Store {
         }))
     }
 
-    /// Store a new string of `bytes` as the key's value (which drops the
-    /// key's expiry). The returned reference is the module's own; the key
-    /// holds another.
+    /// Store a string of `bytes` as the key's value (which drops the key's
+    /// expiry). With `share`, the object may be one that other keys hold
+    /// too (see [`shared::value`]): the server copies a shared value before
+    /// anything modifies it in place.
     ///
     /// # Safety
     /// `key` is open for writing. `bytes` may be the key's own value: the
@@ -328,22 +339,33 @@ impl Store {
         &self,
         key: NonNull<raw::RedisModuleKey>,
         bytes: &[u8],
-    ) -> Result<OwnedString, CommandError> {
-        let create = raw::RedisModule_CreateString.ok_or(MISSING_API)?;
+        share: bool,
+    ) -> Result<ValueString, CommandError> {
         let set = raw::RedisModule_StringSet.ok_or(MISSING_API)?;
-        let made = create(self.ctx, bytes.as_ptr().cast::<c_char>(), bytes.len());
-        let owned = OwnedString(
-            NonNull::new(made).ok_or(CommandError::Storage {
-                detail: "could not make the value",
-            })?,
-            self.ctx,
-        );
-        if set(key.as_ptr(), made) != raw::REDISMODULE_OK as c_int {
+        let value = match share.then(|| shared::value(bytes)).flatten() {
+            Some(object) => ValueString {
+                object,
+                ctx: self.ctx,
+                kept: true,
+            },
+            None => {
+                let create = raw::RedisModule_CreateString.ok_or(MISSING_API)?;
+                let made = create(self.ctx, bytes.as_ptr().cast::<c_char>(), bytes.len());
+                ValueString {
+                    object: NonNull::new(made).ok_or(CommandError::Storage {
+                        detail: "could not make the value",
+                    })?,
+                    ctx: self.ctx,
+                    kept: false,
+                }
+            }
+        };
+        if set(key.as_ptr(), value.object.as_ptr()) != raw::REDISMODULE_OK as c_int {
             return Err(CommandError::Storage {
                 detail: "the server refused the write",
             });
         }
-        Ok(owned)
+        Ok(value)
     }
 
     /// Grow the value to `new_len` bytes (zero-filled) if shorter, overwrite
@@ -390,7 +412,7 @@ impl Store {
             if compact {
                 // A copy at the exact size replaces the value (the expiry
                 // it drops is set below).
-                self.set_new_string(key, value)?;
+                self.set_new_string(key, value, false)?;
             }
             Self::set_abs_expire(key, expire_at_ms)?;
             let replicate = raw::RedisModule_Replicate.ok_or(MISSING_API)?;
