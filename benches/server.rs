@@ -287,7 +287,7 @@ fn usec_per_call(server: &Server, stat: &str) -> f64 {
 
 /// Instructions executed inside `call()` per command, with callgrind: a
 /// fresh server per workload, `requests` calls on random keys at pipeline 16,
-/// minus an empty run's cost.
+/// minus the cost of a run with the same setup and no calls.
 fn instructions_per_call(list: &[Workload], requests: u64) -> BTreeMap<String, f64> {
     let out_dir = std::env::temp_dir().join(format!("rl-callgrind-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).unwrap();
@@ -298,9 +298,11 @@ fn instructions_per_call(list: &[Workload], requests: u64) -> BTreeMap<String, f
             &["valgrind", "--tool=callgrind", "--toggle-collect=call", &file_arg],
             &[],
         );
+        // Every run loads the scripts (a workload needs them in its own
+        // server), so the empty run's total includes that setup too and the
+        // difference is the workload's calls alone.
+        let fresh = workloads(&server);
         if let Some(w) = workload {
-            // Scripts must be loaded in this server too.
-            let fresh = workloads(&server);
             let w = fresh.iter().find(|f| f.name == w.name).unwrap();
             benchmark(server.port, w, requests, 16, true);
         }
