@@ -115,6 +115,17 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     if !storage::shared::init() || !storage::shared::follow_server_settings(ctx.ctx) {
         return Status::Err;
     }
+    // Keys are signalled as modified only when a command changed them (see
+    // `Store`), not whenever one was opened for writing.
+    // SAFETY: OnLoad's context.
+    unsafe {
+        if let Some(set_options) = raw::RedisModule_SetModuleOptions {
+            set_options(
+                ctx.ctx,
+                raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int,
+            );
+        }
+    }
     for (name, handler) in COMMANDS {
         if !create_command(ctx, name, handler) {
             ctx.log_warning(&format!(

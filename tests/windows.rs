@@ -510,3 +510,50 @@ fn limiters_that_share_a_first_state_stay_independent() {
     }
     assert_eq!(snapshot(&mut c, "f"), snapshot(&mut c, "e"));
 }
+
+/// A request that changes nothing (refused, a query, `PEEK`) leaves a
+/// client's `WATCH` on the key intact; an allowed one breaks it, as any
+/// write does.
+#[test]
+fn only_a_change_breaks_a_watch() {
+    let s = Server::start();
+    let mut c = s.client();
+    let mut watcher = s.client();
+    let w = "1000000000";
+    // `MULTI`, `SET other key`, `EXEC`: None when aborted.
+    let transaction = |watcher: &mut redis::Connection, key: &str| -> Option<(String,)> {
+        redis::pipe()
+            .atomic()
+            .cmd("SET")
+            .arg("other")
+            .arg(key)
+            .query(watcher)
+            .unwrap()
+    };
+    let calls: [&[&str]; 3] = [
+        &["RL.FIXED", "f", "1", w],
+        &["RL.SLIDING_LOG", "l", "1", w],
+        &["RL.GCRA", "g", "0", "1", w],
+    ];
+    for call in calls {
+        let key = call[1];
+        assert_eq!(five(&mut c, call)[..2], [0, 1], "{call:?}");
+        // Refused, queried, peeked: the transaction goes through.
+        cmd(&["WATCH", key]).query::<()>(&mut watcher).unwrap();
+        assert_eq!(five(&mut c, call)[0], 1, "{call:?}");
+        let query: Vec<&str> = call.iter().copied().chain(["0"]).collect();
+        assert_eq!(five(&mut c, &query)[0], 0, "{call:?}");
+        let peek: Vec<&str> = call.iter().copied().chain(["PEEK"]).collect();
+        assert_eq!(five(&mut c, &peek)[0], 1, "{call:?}");
+        let done = transaction(&mut watcher, key);
+        assert_eq!(done, Some(("OK".to_string(),)), "{call:?}");
+        // Allowed (a larger limit, or for RL.GCRA a larger burst): the
+        // transaction is aborted.
+        cmd(&["WATCH", key]).query::<()>(&mut watcher).unwrap();
+        let mut larger: Vec<&str> = call.to_vec();
+        larger[2] = "2";
+        assert_eq!(five(&mut c, &larger)[0], 0, "{larger:?}");
+        let done = transaction(&mut watcher, key);
+        assert_eq!(done, None, "{call:?}");
+    }
+}

@@ -106,6 +106,13 @@ pub struct Store {
     reply: Option<CallReply>,
     /// The length of the string value read by `read` (direct access).
     string_len: Option<usize>,
+    /// Whether this command changed the key (through the key API): then the
+    /// key is signalled as modified when closed. The module sets
+    /// `REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED`, so a refused
+    /// request or a query, which open the key for writing but change
+    /// nothing, neither break a client's `WATCH` nor invalidate its
+    /// client-side cache.
+    changed: bool,
 }
 
 impl Store {
@@ -124,6 +131,7 @@ impl Store {
             key: None,
             reply: None,
             string_len: None,
+            changed: false,
         };
         if access == Access::Direct {
             let open = raw::RedisModule_OpenKey.ok_or(MISSING_API)?;
@@ -218,12 +226,13 @@ impl Store {
     }
 
     fn write_direct(
-        &self,
+        &mut self,
         key: NonNull<raw::RedisModuleKey>,
         value: &[u8],
         expire_at_ms: c_longlong,
         share: bool,
     ) -> Result<(), CommandError> {
+        self.changed = true;
         // SAFETY: the key is open for writing. Otherwise the created string
         // is handed to the key (StringSet takes its own reference) and to the
         // replication (which takes another) before ours is released.
@@ -386,6 +395,7 @@ impl Store {
             });
         };
         let expire_at_ms = c_longlong::try_from(expire_at_ms).unwrap_or(c_longlong::MAX);
+        self.changed = true;
         // SAFETY: the key is open for writing and holds a string (or nothing);
         // DMA in write mode returns `len` writable bytes valid until the next
         // key operation; every patch is bounds-checked against `len`.
@@ -530,8 +540,14 @@ enum Value<'a> {
 impl Drop for Store {
     fn drop(&mut self) {
         self.reply = None;
-        // SAFETY: the key was opened by `open` and is closed exactly once.
+        // SAFETY: the key was opened by `open` and is closed exactly once;
+        // ctx and name are the running command's.
         unsafe {
+            if let (true, Some(_), Some(signal)) =
+                (self.changed, self.key, raw::RedisModule_SignalModifiedKey)
+            {
+                signal(self.ctx, self.name);
+            }
             if let (Some(key), Some(close)) = (self.key, raw::RedisModule_CloseKey) {
                 close(key.as_ptr());
             }
