@@ -51,13 +51,11 @@ fn wall_clock() -> Instant {
     };
     // SAFETY: `now` is a valid, writable timespec for the call.
     let ok = unsafe { clock_gettime(CLOCK_REALTIME, &mut now) } == 0;
-    let (Ok(secs), Ok(nanos)) = (u64::try_from(now.tv_sec), u64::try_from(now.tv_nsec)) else {
-        return Instant::from_micros(0);
+    let micros = match (ok, u64::try_from(now.tv_sec), u64::try_from(now.tv_nsec)) {
+        (true, Ok(secs), Ok(nanos)) => secs.saturating_mul(1_000_000).saturating_add(nanos / 1_000),
+        _ => 0,
     };
-    if !ok {
-        return Instant::from_micros(0);
-    }
-    Instant::from_micros(secs.saturating_mul(1_000_000).saturating_add(nanos / 1_000))
+    Instant::from_micros(micros)
 }
 
 /// The current wall-clock time in milliseconds, for servers that cannot set

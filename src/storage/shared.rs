@@ -27,7 +27,7 @@ static EXPIRY: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(null_mut());
 static EXPIRY_AT: AtomicI64 = AtomicI64::new(-1);
 static VALUE: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(null_mut());
 static VALUE_LEN: AtomicUsize = AtomicUsize::new(0);
-static VALUE_WORDS: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+static VALUE_WORDS: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
 static SHARING: AtomicBool = AtomicBool::new(true);
 
 /// A new string owned by the module (no context: not auto-released).
@@ -117,17 +117,19 @@ pub fn value(bytes: &[u8]) -> Option<NonNull<raw::RedisModuleString>> {
     NonNull::new(fresh)
 }
 
-/// The longest value [`value`] shares (every fixed-size state fits).
-pub const SHARED_MAX: usize = 8 * VALUE_WORDS.len();
+/// The kept value's size in words: every fixed-size state fits.
+const WORDS: usize = 3;
+/// The longest value [`value`] shares.
+const SHARED_MAX: usize = 8 * WORDS;
 
 /// `bytes` as little-endian words, zero-padded: the kept value's identity.
-fn pack(bytes: &[u8]) -> Option<[u64; 3]> {
+fn pack(bytes: &[u8]) -> Option<[u64; WORDS]> {
     if bytes.len() > SHARED_MAX {
         return None;
     }
     let mut padded = [0u8; SHARED_MAX];
     padded[..bytes.len()].copy_from_slice(bytes);
-    let mut words = [0u64; 3];
+    let mut words = [0u64; WORDS];
     for (word, chunk) in words.iter_mut().zip(padded.chunks_exact(8)) {
         let mut le = [0u8; 8];
         le.copy_from_slice(chunk);
@@ -137,7 +139,7 @@ fn pack(bytes: &[u8]) -> Option<[u64; 3]> {
 }
 
 /// Whether new keys may share value objects.
-pub fn set_sharing(on: bool) {
+fn set_sharing(on: bool) {
     SHARING.store(on, Ordering::Relaxed);
     if !on {
         release(VALUE.swap(null_mut(), Ordering::Relaxed));
