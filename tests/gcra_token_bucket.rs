@@ -244,6 +244,37 @@ fn every_write_sets_an_absolute_expiry_at_full_rest() {
     }
 }
 
+/// A long period with a large burst puts the TAT beyond the last instant an
+/// expiry can name (u64::MAX µs, the year 586,000): the request is allowed as
+/// the model says, the TAT is kept exactly, and the key takes the latest
+/// expiry; a second such request gets a finite wait.
+#[test]
+fn a_tat_past_the_last_expiry_is_allowed_and_kept() {
+    let s = Server::start();
+    let mut c = s.client();
+    let burst: &[&str] = &["RL.GCRA", "far", "74536", "1", "1000000000", "52810"];
+    let before = server_millis(&mut c);
+    assert_sequence(
+        &mut c,
+        "two far requests",
+        &[
+            (burst, [0, 74_537, 21_727, -1, 52_810_000_000_000]),
+            (burst, [1, 74_537, 21_727, 31_083_000_000_000, 52_810_000_000_000]),
+        ],
+    );
+    let after = server_millis(&mut c);
+    let (_, pexpiretime) = snapshot(&mut c, "far");
+    assert_eq!(pexpiretime, 18_446_744_073_709_552);
+    // Past the i64 range: kept as the exact fraction TAT/1 µs.
+    let value: String = cmd(&["GET", "far"]).query(&mut c).unwrap();
+    let tat: u128 = value.strip_suffix("/1").expect("a fraction").parse().unwrap();
+    let now = tat - 52_810 * u128::from(1_000_000_000 * SEC);
+    assert!(
+        u128::try_from(before).unwrap() * 1000 <= now && now <= u128::try_from(after).unwrap() * 1000 + 1000,
+        "{value}"
+    );
+}
+
 #[test]
 fn works_from_lua_and_in_transactions() {
     let s = Server::start();

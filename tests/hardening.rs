@@ -196,6 +196,8 @@ fn random_arguments_never_crash_or_corrupt() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id()));
+    // Shown with a failure's output: RL_FUZZ_SEED=<seed> replays the run.
+    println!("seed {seed}");
     let mut rng = Rng(seed.max(1));
     let total = std::env::var("RL_FUZZ_CALLS")
         .ok()

@@ -84,6 +84,20 @@ mod tests {
     }
 
     #[test]
+    fn a_tat_past_the_i64_range_keeps_the_fraction() {
+        // A TAT 10^24 µs ahead (a long period, a large burst): allowed by
+        // the model, stored exactly, read back as it was.
+        let units = 1_763_700_000_000_000 + 10u128.pow(24);
+        let (bytes, back) = round_trip(units, 1);
+        assert_eq!(bytes, b"1000000001763700000000000/1".to_vec());
+        assert_eq!(back, Tat::new(units, 1).unwrap());
+        // The latest TAT a request can produce is accepted; one tick more is not.
+        let last = u128::from(u64::MAX) + 10u128.pow(24);
+        assert!(GcraCodec::decode(format!("{}/7", last * 7 + 6).as_bytes()).is_ok());
+        assert!(GcraCodec::decode(format!("{}/7", last * 7 + 7).as_bytes()).is_err());
+    }
+
+    #[test]
     fn garbage_is_rejected() {
         for bad in [
             &b""[..],
@@ -99,7 +113,7 @@ mod tests {
         ] {
             assert!(GcraCodec::decode(bad).is_err(), "{bad:?}");
         }
-        // Beyond u64::MAX microseconds.
-        assert!(GcraCodec::decode(b"99999999999999999999999999").is_err());
+        // Beyond u64::MAX + 10^24 microseconds: no request makes that.
+        assert!(GcraCodec::decode(b"99999999999999999999999999999").is_err());
     }
 }

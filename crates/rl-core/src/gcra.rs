@@ -28,14 +28,21 @@ pub struct Tat {
     per_micro: u64,
 }
 
+/// The latest TAT any request can produce, in microseconds: the latest clock
+/// reading plus the longest tolerance (`10^9` emission intervals of at most
+/// `10^15` µs). A TAT may lie beyond the last instant a key's expiry can
+/// name: a long period with a large burst and quantity reaches past the year
+/// 586,000, and such a request is still allowed as the model says.
+const MAX_TAT_MICROS: u128 = u64::MAX as u128 + MAX_LIMIT as u128 * MAX_PERIOD_MICROS as u128;
+
 impl Tat {
     /// `None` unless `1 <= per_micro <= 10^9` and the instant is at most
-    /// `u64::MAX` microseconds.
+    /// `u64::MAX + 10^24` microseconds (below 2^80).
     pub fn new(units: u128, per_micro: u64) -> Option<Tat> {
         if !(1..=MAX_LIMIT).contains(&per_micro) {
             return None;
         }
-        if units / u128::from(per_micro) > u128::from(u64::MAX) {
+        if units / u128::from(per_micro) > MAX_TAT_MICROS {
             return None;
         }
         Some(Tat { units, per_micro })
@@ -55,8 +62,11 @@ impl Tat {
         if per_micro == self.per_micro {
             return self.units;
         }
-        // units < 2^64 * 10^9 and per_micro <= 10^9: the product fits in u128.
-        (self.units * u128::from(per_micro)).div_ceil(u128::from(self.per_micro))
+        // Whole microseconds and the fraction apart: each product stays
+        // below 2^80 * 10^9 (the whole) and 10^18 (the fraction).
+        let (old, new) = (u128::from(self.per_micro), u128::from(per_micro));
+        let (whole, part) = (self.units / old, self.units % old);
+        whole * new + (part * new).div_ceil(old)
     }
 }
 
@@ -114,33 +124,28 @@ impl Limiter for Gcra {
         if let Some(done) = Outcome::settled(decision, quantity) {
             return done;
         }
+        // At most 2^80 * 10^9 + 10^24 ticks: no overflow.
         let new_tat = tat + u128::from(quantity) * self.emission_interval;
-        let expires_at = u64::try_from(div_ceil(new_tat, self.per_micro)).ok();
-        match expires_at {
-            Some(expires_at) if new_tat <= horizon => Outcome {
-                decision: Decision {
-                    remaining: remaining_at(new_tat),
-                    reset: self.micros(new_tat - now_t),
-                    ..decision
-                },
-                update: Some(Update {
-                    change: Tat {
-                        units: new_tat,
-                        per_micro: self.per_micro,
-                    },
-                    expires_at: Instant::from_micros(expires_at),
-                }),
+        if new_tat > horizon {
+            decision.blocked = true;
+            decision.retry_after = RetryAfter::After(self.micros(new_tat - horizon));
+            return Outcome::unchanged(decision);
+        }
+        // A TAT past the last instant an expiry can name keeps the latest one.
+        let expires_at = u64::try_from(div_ceil(new_tat, self.per_micro)).unwrap_or(u64::MAX);
+        Outcome {
+            decision: Decision {
+                remaining: remaining_at(new_tat),
+                reset: self.micros(new_tat - now_t),
+                ..decision
             },
-            _ => {
-                decision.blocked = true;
-                // Beyond u64::MAX µs the request can never be recorded.
-                decision.retry_after = if expires_at.is_some() {
-                    RetryAfter::After(self.micros(new_tat - horizon))
-                } else {
-                    RetryAfter::Never
-                };
-                Outcome::unchanged(decision)
-            }
+            update: Some(Update {
+                change: Tat {
+                    units: new_tat,
+                    per_micro: self.per_micro,
+                },
+                expires_at: Instant::from_micros(expires_at),
+            }),
         }
     }
 }

@@ -144,3 +144,53 @@ fn a_state_written_with_other_parameters_is_read_conservatively() {
     let out = seven.check(Some(&tat), Instant::from_micros(T0), 0);
     assert_eq!(out.decision.to_reply(Millis), [0, 1, 0, -1, 334]);
 }
+
+#[test]
+fn a_tat_beyond_the_last_expiry_is_still_exact() {
+    // One per 10^9 s with bursts of 74,537: 52,810 units push the TAT past
+    // u64::MAX µs (the year 586,000). The model allows them all the same.
+    let mut d = gcra(74_536, 1, 1_000_000_000 * SEC);
+    let out = d.limiter.check(None, Instant::from_micros(T0), 52_810);
+    let update = out.update.expect("allowed by the model");
+    // The key's expiry is the latest an expiry can name.
+    assert_eq!(update.expires_at, Instant::MAX);
+    assert_eq!(
+        out.decision.to_reply(Seconds),
+        [0, 74_537, 21_727, -1, 52_810_000_000_000]
+    );
+    d.state = Some(update.change);
+    // The same again overshoots the tolerance by 31,083 periods: a finite wait.
+    assert_eq!(
+        d.reply(T0, 52_810, Seconds),
+        [1, 74_537, 21_727, 31_083_000_000_000, 52_810_000_000_000]
+    );
+    assert_eq!(
+        d.reply(T0, 21_727, Seconds),
+        [0, 74_537, 0, -1, 74_537_000_000_000]
+    );
+    assert_eq!(
+        d.reply(T0, 1, Seconds),
+        [1, 74_537, 0, 1_000_000_000, 74_537_000_000_000]
+    );
+}
+
+#[test]
+fn a_far_tat_converts_exactly_between_denominators() {
+    // 3 per 10^9 s, a burst of 10^9: the TAT lands 10^24/3 µs ahead.
+    let three = Gcra::new(999_999_999, 3, 1_000_000_000 * SEC).unwrap();
+    let tat = three
+        .check(None, Instant::from_micros(T0), 1_000_000_000)
+        .update
+        .expect("a full burst fits")
+        .change;
+    assert_eq!(tat.units(), u128::from(T0) * 3 + 10u128.pow(24));
+    // Read at 7 per 10^9 s: 1/3 µs past a whole µs rounds up to 3/7 µs, so
+    // the rest time is 333..334 µs, reported as 333..334 s.
+    let seven = Gcra::new(999_999_999, 7, 1_000_000_000 * SEC).unwrap();
+    let out = seven.check(Some(&tat), Instant::from_micros(T0), 0);
+    assert_eq!(out.decision.reset.get(), 333_333_333_333_333_333_333_334);
+    assert_eq!(
+        out.decision.to_reply(Seconds),
+        [0, 1_000_000_000, 0, -1, 333_333_333_333_333_334]
+    );
+}
