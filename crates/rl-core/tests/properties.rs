@@ -107,7 +107,7 @@ proptest! {
     #[test]
     fn token_bucket_equals_gcra(
         (burst, count, period) in prop_oneof![small_params(), any_params()],
-        script in prop::collection::vec((-5_000_000i64..5_000_000, 0u64..30), 1..60),
+        script in prop::collection::vec((-5_000_000i64..5_000_000, prop_oneof![4 => 0u64..30, 1 => 1..=MAX_LIMIT]), 1..60),
     ) {
         let mut g = Driver::new(Gcra::new(burst, count, period).unwrap());
         let mut t = Driver::new(TokenBucket::new(burst + 1, count, period).unwrap());
@@ -123,7 +123,7 @@ proptest! {
     #[test]
     fn no_panic_anywhere(
         (burst, count, period) in any_params(),
-        script in prop::collection::vec((any::<u64>(), prop_oneof![0u64..4, any::<u64>()]), 1..20),
+        script in prop::collection::vec((any::<u64>(), prop_oneof![0u64..4, 1..=MAX_LIMIT, any::<u64>()]), 1..20),
     ) {
         let limiters = (Gcra::new(burst, count, period).unwrap(), TokenBucket::new(burst + 1, count, period).unwrap());
         let (mut gs, mut ts) = (None, None);
@@ -135,13 +135,15 @@ proptest! {
                 prop_assert!(decision.remaining <= decision.limit);
                 prop_assert_eq!(updated, !decision.blocked && q > 0);
                 prop_assert_eq!(decision.blocked, decision.retry_after != RetryAfter::Allowed);
-                if q > decision.limit {
-                    prop_assert_eq!(decision.retry_after, RetryAfter::Never);
-                }
+                // "Never" means exactly quantity > limit, at any instant:
+                // a TAT past u64::MAX µs is still allowed or waited for.
+                prop_assert_eq!(decision.retry_after == RetryAfter::Never, q > decision.limit);
                 let _ = decision.to_reply(TimeUnit::Millis);
             }
-            if let Some(u) = go.update { prop_assert!(u.expires_at > now); gs = Some(u.change); }
-            if let Some(u) = to.update { prop_assert!(u.expires_at > now); ts = Some(u.change); }
+            // After now, or the latest expiry there is.
+            let later = |at: Instant| at > now || at == Instant::MAX;
+            if let Some(u) = go.update { prop_assert!(later(u.expires_at)); gs = Some(u.change); }
+            if let Some(u) = to.update { prop_assert!(later(u.expires_at)); ts = Some(u.change); }
         }
     }
 }

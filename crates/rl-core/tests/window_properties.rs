@@ -11,6 +11,8 @@ use rl_core::bounds::{MAX_LIMIT, MAX_PERIOD_MICROS};
 use rl_core::{Decision, FixedWindow, Instant, Limiter, LogView, RetryAfter, SlidingCounter, SlidingLog};
 
 const T0: u64 = 1_763_700_000_000_000;
+/// 4000-01-01 in µs since the epoch: below the latest storable window start.
+const YEAR_4000: u64 = 64_060_588_800_000_000;
 
 fn small() -> impl Strategy<Value = (u64, u64)> {
     (1u64..20, prop_oneof![1u64..5_000_000, Just(1_000_000)])
@@ -149,6 +151,10 @@ proptest! {
                 prop_assert_eq!(decision.blocked, decision.retry_after != RetryAfter::Allowed);
                 if q > limit {
                     prop_assert_eq!(decision.retry_after, RetryAfter::Never);
+                } else if now.as_micros() < YEAR_4000 {
+                    // Only a window starting past what can be stored (the
+                    // year 4253) can never take a request that fits.
+                    prop_assert_ne!(decision.retry_after, RetryAfter::Never);
                 }
                 let _ = decision.to_reply(rl_core::TimeUnit::Millis);
             }
