@@ -20,15 +20,63 @@ use redis_module::raw;
 use std::ffi::c_void;
 use std::os::raw::{c_char, c_int, c_longlong};
 use std::ptr::{null_mut, NonNull};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 static PXAT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(null_mut());
-static EXPIRY: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(null_mut());
-static EXPIRY_AT: AtomicI64 = AtomicI64::new(-1);
-static VALUE: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(null_mut());
-static VALUE_LEN: AtomicUsize = AtomicUsize::new(0);
-static VALUE_WORDS: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
+/// The expiry of the last write; its identity is the instant.
+static EXPIRY: Kept<1> = Kept::new();
+/// The value of the last new key; its identity is its length and its bytes
+/// as words.
+static VALUE: Kept<{ 1 + WORDS }> = Kept::new();
 static SHARING: AtomicBool = AtomicBool::new(true);
+
+/// A string object the module keeps, and the identity of its content: `N`
+/// words that differ whenever the content does.
+struct Kept<const N: usize> {
+    object: AtomicPtr<raw::RedisModuleString>,
+    id: [AtomicU64; N],
+}
+
+impl<const N: usize> Kept<N> {
+    const fn new() -> Self {
+        Kept {
+            object: AtomicPtr::new(null_mut()),
+            id: [const { AtomicU64::new(0) }; N],
+        }
+    }
+
+    /// The kept object when its identity is `id`; else the one `make`
+    /// creates, which is kept instead (null if it could not be made).
+    fn get(
+        &self,
+        id: [u64; N],
+        make: impl FnOnce() -> *mut raw::RedisModuleString,
+    ) -> *mut raw::RedisModuleString {
+        let kept = self.object.load(Ordering::Relaxed);
+        if !kept.is_null()
+            && self
+                .id
+                .iter()
+                .zip(id)
+                .all(|(w, v)| w.load(Ordering::Relaxed) == v)
+        {
+            return kept;
+        }
+        let fresh = make();
+        if !fresh.is_null() {
+            release(self.object.swap(fresh, Ordering::Relaxed));
+            for (w, v) in self.id.iter().zip(id) {
+                w.store(v, Ordering::Relaxed);
+            }
+        }
+        fresh
+    }
+
+    /// Release the kept object.
+    fn clear(&self) {
+        release(self.object.swap(null_mut(), Ordering::Relaxed));
+    }
+}
 
 /// A new string owned by the module (no context: not auto-released).
 fn create(bytes: &[u8]) -> *mut raw::RedisModuleString {
@@ -61,9 +109,8 @@ pub fn init() -> bool {
 /// Release every kept string. Called when the module unloads.
 pub fn free() {
     release(PXAT.swap(null_mut(), Ordering::Relaxed));
-    release(EXPIRY.swap(null_mut(), Ordering::Relaxed));
-    EXPIRY_AT.store(-1, Ordering::Relaxed);
-    release(VALUE.swap(null_mut(), Ordering::Relaxed));
+    EXPIRY.clear();
+    VALUE.clear();
 }
 
 pub fn pxat() -> *mut raw::RedisModuleString {
@@ -73,18 +120,12 @@ pub fn pxat() -> *mut raw::RedisModuleString {
 /// `expire_at_ms` in decimal, as a string object: the kept one when it is
 /// the same instant, else a new one that is kept instead.
 pub fn expiry(expire_at_ms: c_longlong) -> *mut raw::RedisModuleString {
-    let kept = EXPIRY.load(Ordering::Relaxed);
-    if !kept.is_null() && EXPIRY_AT.load(Ordering::Relaxed) == expire_at_ms {
-        return kept;
-    }
-    let mut digits = Encoded::new();
-    push_decimal(&mut digits, u128::from(expire_at_ms.max(0).unsigned_abs()));
-    let fresh = create(digits.as_slice());
-    if !fresh.is_null() {
-        release(EXPIRY.swap(fresh, Ordering::Relaxed));
-        EXPIRY_AT.store(expire_at_ms, Ordering::Relaxed);
-    }
-    fresh
+    let at = expire_at_ms.max(0).unsigned_abs();
+    EXPIRY.get([at], || {
+        let mut digits = Encoded::new();
+        push_decimal(&mut digits, u128::from(at));
+        create(digits.as_slice())
+    })
 }
 
 /// A string object holding `bytes` for a new key's value, which other keys
@@ -97,24 +138,7 @@ pub fn value(bytes: &[u8]) -> Option<NonNull<raw::RedisModuleString>> {
     if !SHARING.load(Ordering::Relaxed) {
         return None;
     }
-    let words = pack(bytes)?;
-    let kept = VALUE.load(Ordering::Relaxed);
-    if !kept.is_null()
-        && VALUE_LEN.load(Ordering::Relaxed) == bytes.len()
-        && VALUE_WORDS
-            .iter()
-            .zip(words)
-            .all(|(w, v)| w.load(Ordering::Relaxed) == v)
-    {
-        return NonNull::new(kept);
-    }
-    let fresh = create(bytes);
-    release(VALUE.swap(fresh, Ordering::Relaxed));
-    VALUE_LEN.store(bytes.len(), Ordering::Relaxed);
-    for (w, v) in VALUE_WORDS.iter().zip(words) {
-        w.store(v, Ordering::Relaxed);
-    }
-    NonNull::new(fresh)
+    NonNull::new(VALUE.get(identity(bytes)?, || create(bytes)))
 }
 
 /// The kept value's size in words: every fixed-size state fits.
@@ -122,27 +146,29 @@ const WORDS: usize = 3;
 /// The longest value [`value`] shares.
 const SHARED_MAX: usize = 8 * WORDS;
 
-/// `bytes` as little-endian words, zero-padded: the kept value's identity.
-fn pack(bytes: &[u8]) -> Option<[u64; WORDS]> {
+/// The kept value's identity: the length of `bytes`, then `bytes` as
+/// little-endian words, zero-padded. `None` beyond [`SHARED_MAX`].
+fn identity(bytes: &[u8]) -> Option<[u64; 1 + WORDS]> {
     if bytes.len() > SHARED_MAX {
         return None;
     }
     let mut padded = [0u8; SHARED_MAX];
     padded[..bytes.len()].copy_from_slice(bytes);
-    let mut words = [0u64; WORDS];
-    for (word, chunk) in words.iter_mut().zip(padded.chunks_exact(8)) {
+    let mut id = [0u64; 1 + WORDS];
+    id[0] = bytes.len() as u64;
+    for (word, chunk) in id[1..].iter_mut().zip(padded.chunks_exact(8)) {
         let mut le = [0u8; 8];
         le.copy_from_slice(chunk);
         *word = u64::from_le_bytes(le);
     }
-    Some(words)
+    Some(id)
 }
 
 /// Whether new keys may share value objects.
 fn set_sharing(on: bool) {
     SHARING.store(on, Ordering::Relaxed);
     if !on {
-        release(VALUE.swap(null_mut(), Ordering::Relaxed));
+        VALUE.clear();
     }
 }
 

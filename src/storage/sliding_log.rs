@@ -64,12 +64,18 @@ fn header(oldest: usize) -> [u8; HEADER] {
     [TAG, oldest[0], oldest[1], oldest[2], oldest[3]]
 }
 
+/// Append `count` copies of the instant `at`.
+fn push_entries(bytes: &mut Bytes, at: u64, count: usize) {
+    let at = at.to_le_bytes();
+    for _ in 0..count {
+        bytes.push(&at);
+    }
+}
+
 /// `count` copies of the instant `at`.
 fn entries(at: u64, count: usize) -> Bytes {
     let mut bytes = Bytes::with_capacity(count * ENTRY_BYTES);
-    for _ in 0..count {
-        bytes.push(&at.to_le_bytes());
-    }
+    push_entries(&mut bytes, at, count);
     bytes
 }
 
@@ -91,10 +97,11 @@ fn rebuild(log: Option<&LogView<'_>>, append: &Append, keep: usize) -> Bytes {
             value.push(&log.get(i).to_le_bytes());
         }
     }
-    let at = append.at.as_micros().to_le_bytes();
-    for _ in 0..count - skip.saturating_sub(old) {
-        value.push(&at);
-    }
+    push_entries(
+        &mut value,
+        append.at.as_micros(),
+        count - skip.saturating_sub(old),
+    );
     value
 }
 
