@@ -59,11 +59,12 @@ impl Limiter for FixedWindow {
 
     fn check(&self, state: Option<&WindowCount>, now: Instant, quantity: u64) -> Outcome<WindowCount> {
         let current = self.window.start_of(now);
-        // A stored window that starts later than now's (the clock stepped
-        // back, or a shorter window was used before) stays in force until it
-        // ends: nothing extra is admitted.
+        // A stored start counts in the window of this length that holds it
+        // (it may have been written under another length). That window, if it
+        // is now's or a later one (the clock stepped back), stays in force
+        // until it ends: nothing extra is admitted.
         let (start, used) = match state {
-            Some(s) if s.start >= current => (s.start, s.count),
+            Some(s) if s.start >= current => (self.window.align(s.start), s.count),
             _ => (current, 0),
         };
         let end = u128::from(start) + self.window.micros();

@@ -64,14 +64,19 @@ impl SlidingCounter {
     /// The counts as they stand at `now`: (window start, prev, cur).
     fn counts_at(&self, state: Option<&WindowPair>, now: Instant) -> (u64, u64, u64) {
         let current = self.window.start_of(now);
-        match state {
-            // Same window, or a later one (the clock stepped back, or a
-            // shorter window was used before): as stored.
-            Some(s) if s.start >= current => (s.start, s.previous, s.current),
-            Some(s) if u128::from(s.start) + self.window.micros() == u128::from(current) => {
-                (current, s.current, 0)
-            }
-            _ => (current, 0, 0),
+        let Some(s) = state else {
+            return (current, 0, 0);
+        };
+        // A start written under another window length counts in the window
+        // of this length that holds it.
+        let start = self.window.align(s.start);
+        if start >= current {
+            // Same window, or a later one (the clock stepped back): as stored.
+            (start, s.previous, s.current)
+        } else if u128::from(start) + self.window.micros() == u128::from(current) {
+            (current, s.current, 0)
+        } else {
+            (current, 0, 0)
         }
     }
 

@@ -24,7 +24,14 @@ impl Window {
 
     /// Where the window holding `now` starts, in microseconds.
     pub(crate) fn start_of(self, now: Instant) -> u64 {
-        now.as_micros() / self.0 * self.0
+        self.align(now.as_micros())
+    }
+
+    /// Where the window holding the instant `at` (µs) starts. A stored
+    /// window start written under another length maps to the window of this
+    /// length that holds it: its units were all counted at or after `at`.
+    pub(crate) fn align(self, at: u64) -> u64 {
+        at / self.0 * self.0
     }
 
     /// Time from `now` until `at` (zero if `at` has passed).

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_retry_and_reset_are_exact, Driver, Stored};
+use common::{assert_retry_and_reset_are_exact, call_with_exact_times, Driver, Stored};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use rl_core::bounds::{MAX_LIMIT, MAX_PERIOD_MICROS};
@@ -191,6 +191,44 @@ proptest! {
             }
             if let Some(u) = f.update { fs = Some(u.change); }
             if let Some(u) = c.update { cs = Some(u.change); }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(settings())]
+
+    /// The window length and the limit may change between calls on one key:
+    /// `retry_after` and `reset`, read under the new parameters, stay exact,
+    /// that is, they agree with the decisions that follow.
+    #[test]
+    fn retry_and_reset_stay_exact_when_parameters_change(
+        script in prop::collection::vec(
+            (
+                prop_oneof![0u64..40_000, 0u64..400_000],
+                0u64..6,
+                prop_oneof![
+                    Just(10_000u64), Just(15_000), Just(20_000), Just(7_000), Just(30_000),
+                    1u64..400_000,
+                ],
+                1u64..6,
+            ),
+            1..60,
+        ),
+    ) {
+        let (mut fs, mut cs, mut ls) = (None, None, Vec::new());
+        let mut now = T0;
+        for (gap, q, w, limit) in script {
+            now += gap;
+            let mut f = Driver { limiter: FixedWindow::new(limit, w).unwrap(), state: fs };
+            call_with_exact_times(&mut f, now, q);
+            fs = f.state;
+            let mut c = Driver { limiter: SlidingCounter::new(limit, w).unwrap(), state: cs };
+            call_with_exact_times(&mut c, now, q);
+            cs = c.state;
+            let mut l = Driver { limiter: SlidingLog::new(limit, w).unwrap(), state: ls };
+            call_with_exact_times(&mut l, now, q);
+            ls = l.state;
         }
     }
 }

@@ -131,11 +131,12 @@ fn changing_the_window_length_never_pushes_the_window_away() {
         rl_core::Instant::from_micros(now),
         1,
     );
-    // The 50 ms window [T0+100ms, T0+150ms) is read as [T0+100ms, T0+350ms).
-    assert_eq!(out.decision.to_reply(Millis), [0, 5, 3, -1, 227]);
+    // The 50 ms window [T0+100ms, T0+150ms) counts in the 250 ms window that
+    // holds its start, [T0, T0+250ms), and ends with it.
+    assert_eq!(out.decision.to_reply(Millis), [0, 5, 3, -1, 127]);
     assert_eq!(
         out.update.unwrap().expires_at,
-        rl_core::Instant::from_micros(T0 + 350 * MS)
+        rl_core::Instant::from_micros(T0 + 250 * MS)
     );
 
     let mut counter = Driver::new(SlidingCounter::new(5, 50 * MS).unwrap());
@@ -147,5 +148,31 @@ fn changing_the_window_length_never_pushes_the_window_away() {
         rl_core::Instant::from_micros(now),
         1,
     );
-    assert_eq!(out.decision.to_reply(Millis), [0, 5, 3, -1, 477]);
+    // Its count weighs in [T0, T0+250ms) and, decaying, in the next window.
+    assert_eq!(out.decision.to_reply(Millis), [0, 5, 3, -1, 377]);
+}
+
+/// Regression: after a change of window length, a stored window that does not
+/// start on a boundary of the new length was dropped at the next boundary,
+/// while `retry_after`, `reset` and the expiry promised it until its start
+/// plus the new length. It now counts in the window that holds its start, and
+/// every time in the reply says when that window ends.
+#[test]
+fn a_window_of_another_length_ends_with_the_window_holding_its_start() {
+    let s = T0 + 20 * MS; // a 10 ms boundary, inside the 15 ms window [T0+15, T0+30)
+    let mut fixed = Driver::new(FixedWindow::new(3, 10 * MS).unwrap());
+    assert_eq!(fixed.reply(s, 3, Millis), [0, 3, 0, -1, 10]);
+    fixed.limiter = FixedWindow::new(3, 15 * MS).unwrap();
+    assert_eq!(fixed.peek(s + 630, 1).to_reply(Millis), [1, 3, 0, 10, 10]);
+    assert!(fixed.peek(s + 10 * MS - 1, 1).blocked);
+    assert_eq!(fixed.reply(s + 10 * MS, 1, Millis), [0, 3, 2, -1, 15]);
+
+    let mut counter = Driver::new(SlidingCounter::new(3, 10 * MS).unwrap());
+    assert_eq!(counter.reply(s, 3, Millis), [0, 3, 0, -1, 20]);
+    counter.limiter = SlidingCounter::new(3, 15 * MS).unwrap();
+    // Three units in [T0+15, T0+30): they weigh fully until T0+30, then
+    // decay over the next window; one unit fits again at T0+35.
+    assert_eq!(counter.peek(s + 630, 1).to_reply(Millis), [1, 3, 0, 15, 25]);
+    assert!(counter.peek(s + 15 * MS - 1, 1).blocked);
+    assert_eq!(counter.reply(s + 15 * MS, 1, Millis), [0, 3, 0, -1, 25]);
 }

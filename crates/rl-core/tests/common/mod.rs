@@ -106,29 +106,40 @@ where
     let mut now = 1_763_700_000_000_000;
     for &(gap, q) in script {
         now += gap;
-        let decision = d.peek(now, q);
-        if let RetryAfter::After(wait) = decision.retry_after {
-            let wait = u64::try_from(wait.get()).unwrap();
-            assert!(wait >= 1);
-            assert!(!d.peek(now + wait, q).blocked, "retry at +{wait} µs refused");
-            assert!(d.peek(now + wait - 1, q).blocked, "retry at +{wait}-1 µs allowed");
-            for unit in [TimeUnit::Seconds, TimeUnit::Millis] {
-                let reply = decision.to_reply(unit);
-                let waited = u64::try_from(reply[3]).unwrap() * unit.micros_per_unit();
-                assert!(!d.peek(now + waited, q).blocked);
-            }
-        }
-        let decision = d.call(now, q);
-        if decision.blocked {
-            assert_ne!(decision.retry_after, RetryAfter::Allowed);
-        }
-        // `reset` describes the state after this call.
-        let reset = u64::try_from(decision.reset.get()).unwrap();
-        let rested = d.peek(now + reset, 0);
-        assert_eq!(rested.remaining, rested.limit);
-        assert_eq!(rested.reset.get(), 0);
-        if reset > 0 {
-            assert!(d.peek(now + reset - 1, 0).remaining < decision.limit);
+        call_with_exact_times(&mut d, now, q);
+    }
+}
+
+/// One call at `now`, checking first that a refusal's `retry_after` is
+/// exact (in µs, and enough once rounded up to the reply's unit), then that
+/// the `reset` it answers is exact for the state it leaves.
+pub fn call_with_exact_times<L: Stored>(d: &mut Driver<L>, now: u64, q: u64) -> Decision {
+    let decision = d.peek(now, q);
+    if let RetryAfter::After(wait) = decision.retry_after {
+        let wait = u64::try_from(wait.get()).unwrap();
+        assert!(wait >= 1);
+        assert!(!d.peek(now + wait, q).blocked, "retry at +{wait} µs refused");
+        assert!(d.peek(now + wait - 1, q).blocked, "retry at +{wait}-1 µs allowed");
+        for unit in [TimeUnit::Seconds, TimeUnit::Millis] {
+            let reply = decision.to_reply(unit);
+            let waited = u64::try_from(reply[3]).unwrap() * unit.micros_per_unit();
+            assert!(!d.peek(now + waited, q).blocked);
         }
     }
+    let decision = d.call(now, q);
+    if decision.blocked {
+        assert_ne!(decision.retry_after, RetryAfter::Allowed);
+    }
+    // `reset` describes the state after this call.
+    let reset = u64::try_from(decision.reset.get()).unwrap();
+    let rested = d.peek(now + reset, 0);
+    assert_eq!(rested.remaining, rested.limit, "not rested at +{reset} µs");
+    assert_eq!(rested.reset.get(), 0);
+    if reset > 0 {
+        assert!(
+            d.peek(now + reset - 1, 0).remaining < decision.limit,
+            "rested before +{reset} µs"
+        );
+    }
+    decision
 }
