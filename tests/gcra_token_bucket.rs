@@ -180,6 +180,32 @@ fn token_bucket_drains_and_refuses() {
     assert_eq!(replies, vec![vec![0, 4, 1, -1, 1500], vec![1, 4, 1, 500, 1500]]);
 }
 
+/// A bucket of 10^9 tokens keeps its level when its rate changes (its level
+/// used to wrap around 128 bits when converted to the new token size).
+#[test]
+fn a_large_bucket_keeps_its_level_when_the_rate_changes() {
+    let s = Server::start();
+    let mut c = s.client();
+    let two: &[&str] = &["RL.TOKEN_BUCKET", "big", "1000000000", "2", "1000000000"];
+    let one: &[&str] = &["RL.TOKEN_BUCKET", "big", "1000000000", "1", "1000000000"];
+    let with = |args: &'static [&'static str], q: &'static str| [args, &[q]].concat();
+    assert_sequence(
+        &mut c,
+        "a large bucket, then another rate",
+        &[
+            (&with(two, "1"), [0, 1_000_000_000, 999_999_999, -1, 500_000_000]),
+            (
+                &with(one, "0"),
+                [0, 1_000_000_000, 999_999_999, -1, 1_000_000_000],
+            ),
+            (
+                &with(one, "300000000"),
+                [0, 1_000_000_000, 699_999_999, -1, 300_000_001_000_000_000],
+            ),
+        ],
+    );
+}
+
 #[test]
 fn queries_and_peeks_change_nothing() {
     let s = Server::start();

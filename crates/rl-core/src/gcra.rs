@@ -7,7 +7,7 @@ use crate::bounds::{MAX_BURST, MAX_LIMIT, MAX_PERIOD_MICROS};
 use crate::decision::{Decision, RetryAfter};
 use crate::error::{in_range, ParamError};
 use crate::limiter::{Limiter, Outcome, Update};
-use crate::time::{div_ceil, gcd, Instant, Micros};
+use crate::time::{div_ceil, gcd, rescale, Instant, Micros, Round};
 
 /// Validated GCRA parameters.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -62,11 +62,7 @@ impl Tat {
         if per_micro == self.per_micro {
             return self.units;
         }
-        // Whole microseconds and the fraction apart: each product stays
-        // below 2^80 * 10^9 (the whole) and 10^18 (the fraction).
-        let (old, new) = (u128::from(self.per_micro), u128::from(per_micro));
-        let (whole, part) = (self.units / old, self.units % old);
-        whole * new + (part * new).div_ceil(old)
+        rescale(self.units, self.per_micro, per_micro, Round::Up)
     }
 }
 

@@ -97,6 +97,26 @@ pub(crate) fn div_ceil(n: u128, d: u64) -> u128 {
     }
 }
 
+/// Which way [`rescale`] rounds an inexact result.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Round {
+    Down,
+    Up,
+}
+
+/// `n * to / from` (`from` at least 1), rounded as asked, computed so that no
+/// product is larger than the result or than `from * to`: the whole multiples
+/// of `from` and the remainder are scaled apart. Saturates at `u128::MAX`.
+pub(crate) fn rescale(n: u128, from: u64, to: u64, round: Round) -> u128 {
+    let (from, to) = (u128::from(from), u128::from(to));
+    let (whole, part) = (n / from, n % from * to);
+    let part = match round {
+        Round::Down => part / from,
+        Round::Up => part.div_ceil(from),
+    };
+    whole.saturating_mul(to).saturating_add(part)
+}
+
 /// Greatest common divisor (Euclid); `gcd(0, n) == n`. In 64 bits: its
 /// inputs are parameters (at most 10^15), and 128-bit remainders are slow
 /// library calls.

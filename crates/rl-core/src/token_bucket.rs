@@ -11,7 +11,7 @@ use crate::bounds::{MAX_LIMIT, MAX_PERIOD_MICROS};
 use crate::decision::{Decision, RetryAfter};
 use crate::error::{in_range, ParamError};
 use crate::limiter::{Limiter, Outcome, Update};
-use crate::time::{div, div_ceil, gcd, Instant, Micros};
+use crate::time::{div, div_ceil, gcd, rescale, Instant, Micros, Round};
 
 /// Validated token-bucket parameters.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -95,7 +95,9 @@ impl TokenBucket {
             s.level
         } else {
             // Parameters changed: round down, never granting a grain more.
-            s.level * u128::from(self.grains_per_token) / u128::from(s.grains_per_token)
+            // (level * new / old can pass 2^128 for a large bucket: rescaled
+            // in parts, as its result is at most capacity * new <= 10^24.)
+            rescale(s.level, s.grains_per_token, self.grains_per_token, Round::Down)
         }
         .min(full);
         let rate = u128::from(self.grains_per_micro);

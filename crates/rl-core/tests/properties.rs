@@ -118,6 +118,30 @@ proptest! {
         }
     }
 
+    /// A bucket whose rate changes keeps the tokens it holds, rounded down
+    /// to the new token size: at the instant it was last written, it holds
+    /// the same whole tokens under either rate, for any capacity and rates.
+    #[test]
+    fn a_rate_change_keeps_the_whole_tokens(
+        (burst, count, period) in any_params(),
+        count2 in prop_oneof![Just(1), Just(MAX_LIMIT), 1..=MAX_LIMIT],
+        period2 in prop_oneof![Just(1), Just(MAX_PERIOD_MICROS), 1..=MAX_PERIOD_MICROS],
+        script in prop::collection::vec((prop_oneof![Just(0u64), 0u64..1_000, 0u64..100_000_000_000], prop_oneof![0u64..40, 1..=MAX_LIMIT]), 1..20),
+    ) {
+        let capacity = burst + 1;
+        let mut d = Driver::new(TokenBucket::new(capacity, count, period).unwrap());
+        let mut now = T0;
+        for (gap, q) in script {
+            now += gap;
+            d.call(now, q);
+        }
+        if let Some(written) = d.state.map(|s| s.updated_at().as_micros()) {
+            let before = d.peek(written, 0).remaining;
+            d.limiter = TokenBucket::new(capacity, count2, period2).unwrap();
+            prop_assert_eq!(d.peek(written, 0).remaining, before);
+        }
+    }
+
     /// Nothing panics or overflows anywhere in the parameter, quantity and
     /// clock ranges; every outcome obeys the reply's invariants.
     #[test]

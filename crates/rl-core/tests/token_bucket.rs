@@ -81,3 +81,25 @@ fn parameter_ranges() {
     assert!(rl_core::Tokens::new(1_000_000_001, 1, Instant::EPOCH).is_none());
     assert!(rl_core::Tokens::new(0, 0, Instant::EPOCH).is_none());
 }
+
+/// Regression: a bucket of 10^9 tokens whose rate changed had its level
+/// converted to the new token size as `level * new / old`, a product past
+/// 2^128: the level wrapped around (319,435,265 tokens left instead of
+/// 999,999,999, and a reset of 680 trillion seconds).
+#[test]
+fn a_large_bucket_keeps_its_level_when_the_rate_changes() {
+    let mut d = bucket(1_000_000_000, 2, 1_000_000_000 * SEC);
+    assert_eq!(
+        d.reply(T0, 1, Seconds),
+        [0, 1_000_000_000, 999_999_999, -1, 500_000_000]
+    );
+    d.limiter = TokenBucket::new(1_000_000_000, 1, 1_000_000_000 * SEC).unwrap();
+    assert_eq!(
+        d.reply(T0, 0, Seconds),
+        [0, 1_000_000_000, 999_999_999, -1, 1_000_000_000]
+    );
+    assert_eq!(
+        d.reply(T0, 300_000_000, Seconds),
+        [0, 1_000_000_000, 699_999_999, -1, 300_000_001_000_000_000]
+    );
+}
