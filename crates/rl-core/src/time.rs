@@ -166,6 +166,41 @@ mod tests {
     }
 
     #[test]
+    fn rescale_is_exact_where_the_plain_product_overflows() {
+        // Where n * to fits, it equals the plain formula.
+        for n in [0u128, 1, 2, 839, 840, 841, 10u128.pow(20)] {
+            for (from, to) in [
+                (1u64, 1u64),
+                (840, 3),
+                (3, 840),
+                (7, 5),
+                (10u64.pow(15), 10u64.pow(15) - 1),
+            ] {
+                let (f, t) = (u128::from(from), u128::from(to));
+                assert_eq!(rescale(n, from, to, Round::Down), n * t / f, "{n} {from} {to}");
+                assert_eq!(
+                    rescale(n, from, to, Round::Up),
+                    (n * t).div_ceil(f),
+                    "{n} {from} {to}"
+                );
+            }
+        }
+        // 10^9 tokens of 5 * 10^14 grains, to tokens of 10^15: n * to is
+        // about 2^158, the result 10^24 - 2 * 10^15.
+        let n = 999_999_999 * 5 * 10u128.pow(14);
+        assert_eq!(
+            rescale(n, 5 * 10u64.pow(14), 10u64.pow(15), Round::Down),
+            999_999_999 * 10u128.pow(15)
+        );
+        assert_eq!(
+            rescale(n + 1, 5 * 10u64.pow(14), 10u64.pow(15), Round::Down),
+            999_999_999 * 10u128.pow(15) + 2
+        );
+        assert_eq!(rescale(n + 1, 3, 1, Round::Up), (n + 1).div_ceil(3));
+        assert_eq!(rescale(u128::MAX, 1, 2, Round::Down), u128::MAX);
+    }
+
+    #[test]
     fn gcd_basics() {
         assert_eq!(gcd(12, 18), 6);
         assert_eq!(gcd(0, 7), 7);

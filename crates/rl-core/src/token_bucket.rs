@@ -95,8 +95,9 @@ impl TokenBucket {
             s.level
         } else {
             // Parameters changed: round down, never granting a grain more.
-            // (level * new / old can pass 2^128 for a large bucket: rescaled
-            // in parts, as its result is at most capacity * new <= 10^24.)
+            // (level * new can pass 2^128 for a large bucket: rescaled in
+            // parts, as the result, at most 10^9 tokens of `new` grains, is
+            // at most 10^24.)
             rescale(s.level, s.grains_per_token, self.grains_per_token, Round::Down)
         }
         .min(full);
