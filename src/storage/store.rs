@@ -50,6 +50,24 @@ impl CallReply {
         }
     }
 
+    /// Whether the reply is a status (`+OK`), read from its first protocol
+    /// byte: unlike [`CallReply::kind`], this does not make the server parse
+    /// the reply.
+    fn is_status(&self) -> bool {
+        // SAFETY: the reply is live until drop, and the returned pointer
+        // addresses `len` bytes owned by it.
+        let proto = unsafe {
+            match raw::RedisModule_CallReplyProto {
+                Some(proto) => {
+                    let mut len = 0usize;
+                    crate::server_bytes(proto(self.0.as_ptr(), &mut len), len)
+                }
+                None => return self.kind() == raw::REDISMODULE_REPLY_STRING,
+            }
+        };
+        proto.first() == Some(&b'+')
+    }
+
     fn bytes(&self) -> &[u8] {
         // SAFETY: the reply is live until drop, and the returned pointer
         // addresses `len` bytes owned by it.
@@ -280,7 +298,8 @@ impl Store {
         let reply = reply.map(CallReply).ok_or(CommandError::Storage {
             detail: "the server refused the write",
         })?;
-        if reply.kind() == raw::REDISMODULE_REPLY_ERROR {
+        // SET answers +OK; anything else (an error) means nothing was written.
+        if !reply.is_status() {
             return Err(CommandError::Storage {
                 detail: "the server refused the write",
             });
