@@ -26,9 +26,11 @@ impl ValueCodec for GcraCodec {
 
     fn decode(bytes: &[u8]) -> Result<Tat, &'static str> {
         const NOT_A_TAT: &str = "expected a decimal theoretical arrival time";
-        let (units, per_micro) = match bytes.iter().position(|&b| b == b'/') {
-            None => (parse_decimal(bytes).ok_or(NOT_A_TAT)?, TICKS_PER_MICRO),
-            Some(slash) => {
+        let (units, per_micro) = match parse_decimal(bytes) {
+            // The plain form, the common case: no search for a '/'.
+            Some(units) => (units, TICKS_PER_MICRO),
+            None => {
+                let slash = bytes.iter().position(|&b| b == b'/').ok_or(NOT_A_TAT)?;
                 let units = parse_decimal(&bytes[..slash]).ok_or(NOT_A_TAT)?;
                 let per_micro = parse_decimal(&bytes[slash + 1..])
                     .and_then(|d| u64::try_from(d).ok())

@@ -248,7 +248,19 @@ pub(crate) fn parse_decimal(bytes: &[u8]) -> Option<u128> {
     if bytes.is_empty() || bytes.len() > 39 {
         return None;
     }
-    bytes.iter().try_fold(0u128, |acc, &b| {
+    // Any 19 digits fit a u64: those are summed in 64 bits (a 128-bit
+    // multiplication costs several times more, and a TAT has 19 digits),
+    // only the rest in 128 bits with overflow checks.
+    let (head, tail) = bytes.split_at(bytes.len().min(19));
+    let mut small = 0u64;
+    for &b in head {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        small = small * 10 + u64::from(digit);
+    }
+    tail.iter().try_fold(u128::from(small), |acc, &b| {
         if !b.is_ascii_digit() {
             return None;
         }
@@ -299,9 +311,12 @@ mod tests {
             let mut e = Encoded::new();
             push_decimal(&mut e, v);
             assert_eq!(e.as_slice(), v.to_string().as_bytes(), "{v}");
+            assert_eq!(parse_decimal(e.as_slice()), Some(v), "{v}");
         }
         assert_eq!(parse_decimal(b""), None);
         assert_eq!(parse_decimal(b"12a"), None);
+        assert_eq!(parse_decimal(b"1234567890123456789012a"), None);
+        assert_eq!(parse_decimal(b"12/3"), None);
         assert_eq!(parse_decimal(b"-1"), None);
         assert_eq!(parse_decimal(b"340282366920938463463374607431768211456"), None);
     }
