@@ -50,34 +50,42 @@ impl CallReply {
         }
     }
 
-    /// Whether the reply is a status (`+OK`), read from its first protocol
-    /// byte: unlike [`CallReply::kind`], this does not make the server parse
-    /// the reply.
-    fn is_status(&self) -> bool {
-        // SAFETY: the reply is live until drop, and the returned pointer
-        // addresses `len` bytes owned by it.
-        let proto = unsafe {
-            match raw::RedisModule_CallReplyProto {
-                Some(proto) => {
-                    let mut len = 0usize;
-                    crate::server_bytes(proto(self.0.as_ptr(), &mut len), len)
-                }
-                None => return self.kind() == raw::REDISMODULE_REPLY_STRING,
-            }
-        };
-        proto.first() == Some(&b'+')
+    /// The reply as the server wrote it (RESP), empty if the server cannot
+    /// say. Reading it, unlike [`CallReply::kind`], does not make the server
+    /// parse the reply.
+    fn proto(&self) -> &[u8] {
+        // SAFETY: both are read-only accessors of a live reply.
+        unsafe { self.read_bytes(raw::RedisModule_CallReplyProto) }
     }
 
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: the reply is live until drop, and the returned pointer
-        // addresses `len` bytes owned by it.
-        unsafe {
-            let Some(ptr_len) = raw::RedisModule_CallReplyStringPtr else {
-                return &[];
-            };
-            let mut len = 0usize;
-            crate::server_bytes(ptr_len(self.0.as_ptr(), &mut len), len)
+    /// Whether the reply is a status (`+OK`).
+    fn is_status(&self) -> bool {
+        match self.proto().first() {
+            Some(&first) => first == b'+',
+            None => self.kind() == raw::REDISMODULE_REPLY_STRING,
         }
+    }
+
+    /// The bytes of a string reply.
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: as for `proto`.
+        unsafe { self.read_bytes(raw::RedisModule_CallReplyStringPtr) }
+    }
+
+    /// The bytes `accessor` gives for the reply (none without it).
+    ///
+    /// # Safety
+    /// `accessor` returns a pointer to `len` bytes owned by the reply.
+    unsafe fn read_bytes(
+        &self,
+        accessor: Option<unsafe extern "C" fn(*mut raw::RedisModuleCallReply, *mut usize) -> *const c_char>,
+    ) -> &[u8] {
+        let Some(accessor) = accessor else {
+            return &[];
+        };
+        let mut len = 0usize;
+        // The reply is live until drop, so are the bytes it owns.
+        crate::server_bytes(accessor(self.0.as_ptr(), &mut len), len)
     }
 }
 
@@ -221,9 +229,12 @@ impl Store {
         let reply = reply.map(CallReply).ok_or(CommandError::Storage {
             detail: "could not read the key",
         })?;
-        let kind = reply.kind();
         let reply = self.reply.insert(reply);
-        match kind {
+        if let Some(content) = get_reply_content(reply.proto()) {
+            return Ok(content);
+        }
+        // Not a form read above: let the server parse it.
+        match reply.kind() {
             raw::REDISMODULE_REPLY_NULL => Ok(Content::Empty),
             raw::REDISMODULE_REPLY_STRING => Ok(Content::String(reply.bytes())),
             // GET answers WRONGTYPE for any other type.
@@ -549,6 +560,28 @@ impl Store {
     }
 }
 
+/// What a `GET` reply says, read from its protocol bytes: `Empty` for a null
+/// (`$-1` in RESP2, `_` in RESP3), the bytes of a bulk string
+/// (`$<len>\r\n<bytes>\r\n`), `Other` for an error (WRONGTYPE). `None` for
+/// anything else, which the caller leaves to the server's parser.
+fn get_reply_content(proto: &[u8]) -> Option<Content<'_>> {
+    match proto.first()? {
+        b'_' => return Some(Content::Empty),
+        b'-' => return Some(Content::Other),
+        b'$' => {}
+        _ => return None,
+    }
+    let rest = &proto[1..];
+    let end = rest.iter().position(|&b| b == b'\r')?;
+    if &rest[..end] == b"-1" {
+        return Some(Content::Empty);
+    }
+    let len = usize::try_from(super::parse_decimal(&rest[..end])?).ok()?;
+    let body = rest.get(end..)?.strip_prefix(b"\r\n")?;
+    let bytes = body.get(..len)?;
+    (&body[len..] == b"\r\n").then_some(Content::String(bytes))
+}
+
 /// A value to send: an existing string object, or bytes to copy.
 #[derive(Clone, Copy)]
 enum Value<'a> {
@@ -570,6 +603,52 @@ impl Drop for Store {
             if let (Some(key), Some(close)) = (self.key, raw::RedisModule_CloseKey) {
                 close(key.as_ptr());
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(proto: &[u8]) -> Option<Result<Vec<u8>, &'static str>> {
+        get_reply_content(proto).map(|content| match content {
+            Content::String(bytes) => Ok(bytes.to_vec()),
+            Content::Empty => Err("empty"),
+            Content::Other => Err("other"),
+        })
+    }
+
+    #[test]
+    fn get_replies_are_read_from_their_protocol() {
+        assert_eq!(
+            read(b"$19\r\n1481508000000000000\r\n"),
+            Some(Ok(b"1481508000000000000".to_vec()))
+        );
+        assert_eq!(read(b"$0\r\n\r\n"), Some(Ok(Vec::new())));
+        // A value holding CR LF is read by its length, not by its content.
+        assert_eq!(read(b"$4\r\n\r\n\r\n\r\n"), Some(Ok(b"\r\n\r\n".to_vec())));
+        assert_eq!(read(b"$-1\r\n"), Some(Err("empty")));
+        assert_eq!(read(b"_\r\n"), Some(Err("empty")));
+        assert_eq!(
+            read(b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+            Some(Err("other"))
+        );
+        // Anything else is left to the server's parser.
+        for other in [
+            &b""[..],
+            b"+OK\r\n",
+            b":5\r\n",
+            b"$",
+            b"$5",
+            b"$5\r\nab\r\n",
+            b"$2\r\nabc\r\n",
+            b"$2\nab\r\n",
+            b"$x\r\nab\r\n",
+            b"$-2\r\n",
+            b"$99999999999999999999999999999\r\n",
+        ] {
+            assert_eq!(read(other), None, "{other:?}");
         }
     }
 }
