@@ -175,7 +175,8 @@ pub fn cl_throttle(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<[i64; 
         .get(5)
         .filter(|a| a.bytes().first().is_some_and(u8::is_ascii_alphabetic))
     {
-        return Err(CommandError::UnknownOption {
+        return Err(CommandError::NoOptions {
+            command: CL_THROTTLE.name,
             token: printable(option.bytes()),
         });
     }

@@ -1,5 +1,6 @@
 //! Module settings: `CONFIG GET/SET ratelimit.<name>`, or `loadmodule` arguments.
 
+use crate::error::printable;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 /// Default of `ratelimit.sliding_log_max_limit`.
@@ -23,4 +24,138 @@ pub static CL_THROTTLE: AtomicBool = AtomicBool::new(false);
 
 pub fn cl_throttle_enabled() -> bool {
     CL_THROTTLE.load(Ordering::Relaxed)
+}
+
+/// Check the `loadmodule` arguments: pairs of a setting's name (as above,
+/// without the `ratelimit.` prefix) and a value it accepts, each setting at
+/// most once. The values themselves become the settings' initial values
+/// when the settings are registered (a `ratelimit.*` line of the
+/// configuration file still overrides them); this makes sure that every
+/// argument given is one that takes effect, as given.
+pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
+    const NAMES: [&str; 2] = ["sliding_log_max_limit", "cl_throttle"];
+    let mut seen = [false; NAMES.len()];
+    for pair in args.chunks(2) {
+        let name = pair[0];
+        let Some(index) = NAMES.iter().position(|known| known.as_bytes() == name) else {
+            return Err(format!(
+                "unknown module argument '{}' (the arguments are sliding_log_max_limit <1..{SLIDING_LOG_MAX_LIMIT_MAX}> and cl_throttle <yes|no>)",
+                printable(name)
+            ));
+        };
+        let Some(&value) = pair.get(1) else {
+            return Err(format!("module argument '{}' has no value", NAMES[index]));
+        };
+        if std::mem::replace(&mut seen[index], true) {
+            return Err(format!("module argument '{}' is given twice", NAMES[index]));
+        }
+        let valid = match index {
+            0 => canonical_integer(value).is_some_and(|n| (1..=SLIDING_LOG_MAX_LIMIT_MAX).contains(&n)),
+            _ => value == b"yes" || value == b"no",
+        };
+        if !valid {
+            let expected = match index {
+                0 => format!("an integer from 1 to {SLIDING_LOG_MAX_LIMIT_MAX}"),
+                _ => "yes or no".to_string(),
+            };
+            return Err(format!(
+                "module argument '{}' must be {expected}, got '{}'",
+                NAMES[index],
+                printable(value)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A non-negative integer written as Redis writes one: digits, no sign, no
+/// leading zero.
+fn canonical_integer(bytes: &[u8]) -> Option<i64> {
+    if bytes.is_empty() || bytes.len() > 18 || (bytes[0] == b'0' && bytes.len() > 1) {
+        return None;
+    }
+    bytes.iter().try_fold(0i64, |acc, &b| {
+        b.is_ascii_digit().then(|| acc * 10 + i64::from(b - b'0'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(args: &[&str]) -> Result<(), String> {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        check_module_args(&args)
+    }
+
+    #[test]
+    fn valid_arguments_pass() {
+        assert_eq!(check(&[]), Ok(()));
+        assert_eq!(check(&["cl_throttle", "yes"]), Ok(()));
+        assert_eq!(
+            check(&["cl_throttle", "no", "sliding_log_max_limit", "1"]),
+            Ok(())
+        );
+        assert_eq!(check(&["sliding_log_max_limit", "1000000"]), Ok(()));
+    }
+
+    #[test]
+    fn every_other_argument_names_its_problem() {
+        let unknown = "(the arguments are sliding_log_max_limit <1..1000000> and cl_throttle <yes|no>)";
+        for (args, expected) in [
+            (
+                &["foo", "bar"][..],
+                format!("unknown module argument 'foo' {unknown}"),
+            ),
+            (
+                &["CL_THROTTLE", "yes"],
+                format!("unknown module argument 'CL_THROTTLE' {unknown}"),
+            ),
+            (
+                &["ratelimit.cl_throttle", "yes"],
+                format!("unknown module argument 'ratelimit.cl_throttle' {unknown}"),
+            ),
+            (
+                &["cl_throttle"],
+                "module argument 'cl_throttle' has no value".to_string(),
+            ),
+            (
+                &["cl_throttle", "yes", "sliding_log_max_limit"],
+                "module argument 'sliding_log_max_limit' has no value".to_string(),
+            ),
+            (
+                &["sliding_log_max_limit", "30000", "sliding_log_max_limit", "40000"],
+                "module argument 'sliding_log_max_limit' is given twice".to_string(),
+            ),
+        ] {
+            assert_eq!(check(args), Err(expected), "{args:?}");
+        }
+        for value in ["maybe", "1", "YES", "", "yes "] {
+            assert_eq!(
+                check(&["cl_throttle", value]),
+                Err(format!(
+                    "module argument 'cl_throttle' must be yes or no, got '{value}'"
+                )),
+            );
+        }
+        for value in [
+            "0",
+            "-1",
+            "05",
+            "+5",
+            "1000001",
+            "4294967297",
+            "abc",
+            "",
+            "1e3",
+            "99999999999999999999",
+        ] {
+            assert_eq!(
+                check(&["sliding_log_max_limit", value]),
+                Err(format!(
+                    "module argument 'sliding_log_max_limit' must be an integer from 1 to 1000000, got '{value}'"
+                )),
+            );
+        }
+    }
 }

@@ -13,38 +13,53 @@ struct Doc {
     complexity: &'static CStr,
     /// Positional arguments after the key: (name, summary).
     params: &'static [&'static CStr],
+    /// Whether the command takes the options `MS` and `PEEK`.
+    options: bool,
 }
 
-const DOCS: [Doc; 5] = [
+/// The five commands, then `CL.THROTTLE` (documented when it is registered).
+const DOCS: [Doc; 6] = [
     Doc {
         name: c"rl.gcra",
         summary: c"Rate limit with GCRA (as redis-cell): count per period, bursts of max_burst + 1",
         complexity: c"O(1)",
         params: &[c"max_burst", c"count", c"period"],
+        options: true,
     },
     Doc {
         name: c"rl.token_bucket",
         summary: c"Rate limit with a token bucket of capacity tokens, refill_count per refill_period",
         complexity: c"O(1)",
         params: &[c"capacity", c"refill_count", c"refill_period"],
+        options: true,
     },
     Doc {
         name: c"rl.fixed",
         summary: c"Rate limit with a fixed window: at most limit units per epoch-aligned window",
         complexity: c"O(1)",
         params: &[c"limit", c"window"],
+        options: true,
     },
     Doc {
         name: c"rl.sliding_log",
         summary: c"Rate limit with a sliding log: at most limit units in any window, exactly",
         complexity: c"O(log N) where N is the limit; O(Q) to record Q units",
         params: &[c"limit", c"window"],
+        options: true,
     },
     Doc {
         name: c"rl.sliding_counter",
         summary: c"Rate limit with a sliding counter: the two-window estimate of a sliding window",
         complexity: c"O(1)",
         params: &[c"limit", c"window"],
+        options: true,
+    },
+    Doc {
+        name: c"cl.throttle",
+        summary: c"redis-cell's command: RL.GCRA with redis-cell's grammar (no options)",
+        complexity: c"O(1)",
+        params: &[c"max_burst", c"count", c"period"],
+        options: false,
     },
 ];
 
@@ -77,7 +92,8 @@ fn token(name: &'static CStr, token: &'static CStr) -> raw::RedisModuleCommandAr
     }
 }
 
-/// Describe the five commands; add them to `@ratelimit` where possible.
+/// Describe the commands that are registered; add them to `@ratelimit` where
+/// possible.
 /// Returns how many were documented.
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> usize {
     // SAFETY: called from RedisModule_OnLoad with the module's context. The
@@ -134,8 +150,10 @@ pub fn register(ctx: *mut raw::RedisModuleCtx) -> usize {
                 raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
                 optional,
             ));
-            args.push(token(c"ms", c"MS"));
-            args.push(token(c"peek", c"PEEK"));
+            if doc.options {
+                args.push(token(c"ms", c"MS"));
+                args.push(token(c"peek", c"PEEK"));
+            }
             args.push(std::mem::zeroed()); // terminator
 
             let mut info: raw::RedisModuleCommandInfo = std::mem::zeroed();

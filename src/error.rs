@@ -12,6 +12,8 @@ pub enum CommandError {
     BadNumber { name: &'static str, min: u64, max: u64 },
     /// A token where an option was expected that is not one.
     UnknownOption { token: String },
+    /// An option given to a command that takes none (`CL.THROTTLE`).
+    NoOptions { command: &'static str, token: String },
     /// The key holds another Redis type.
     WrongType,
     /// The key holds the right type but not a valid state for this command.
@@ -39,6 +41,12 @@ impl fmt::Display for CommandError {
                 write!(
                     f,
                     "ERR syntax error: unknown option '{token}' (expected MS or PEEK)"
+                )
+            }
+            CommandError::NoOptions { command, token } => {
+                write!(
+                    f,
+                    "ERR syntax error: '{command}' takes no options, got '{token}' (RL.GCRA takes MS and PEEK)"
                 )
             }
             CommandError::WrongType => {

@@ -111,7 +111,12 @@ extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) 
     let _ = std::panic::catch_unwind(|| stats::report(&InfoContext::new(ctx)));
 }
 
-fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+fn init(ctx: &Context, args: &[RedisString]) -> Status {
+    let args: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
+    if let Err(problem) = config::check_module_args(&args) {
+        ctx.log_warning(&format!("ratelimit: {problem}"));
+        return Status::Err;
+    }
     if !storage::shared::init() || !storage::shared::follow_server_settings(ctx.ctx) {
         return Status::Err;
     }

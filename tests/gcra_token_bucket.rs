@@ -60,11 +60,49 @@ fn module_load_at_run_time() {
     let mut c = s.client();
     assert!(error(&mut c, &["RL.GCRA", "k", "1", "1", "1"]).starts_with("ERR unknown command"));
     let path = common::module_path();
-    let ok: String = cmd(&["MODULE", "LOAD", path.to_str().unwrap()])
+    let path = path.to_str().unwrap();
+    // An argument that would not take effect as given refuses the load, and
+    // the log says which.
+    for (args, logged) in [
+        (&["foo", "bar"][..], "unknown module argument 'foo'"),
+        (&["CL_THROTTLE", "yes"], "unknown module argument 'CL_THROTTLE'"),
+        (&["cl_throttle"], "module argument 'cl_throttle' has no value"),
+        (
+            &["cl_throttle", "YES"],
+            "module argument 'cl_throttle' must be yes or no, got 'YES'",
+        ),
+        (
+            &["sliding_log_max_limit", "4294967297"],
+            "module argument 'sliding_log_max_limit' must be an integer from 1 to 1000000, got '4294967297'",
+        ),
+        (
+            &["sliding_log_max_limit", "05"],
+            "module argument 'sliding_log_max_limit' must be an integer from 1 to 1000000, got '05'",
+        ),
+        (
+            &["sliding_log_max_limit", "0"],
+            "module argument 'sliding_log_max_limit' must be an integer from 1 to 1000000, got '0'",
+        ),
+        (
+            &["sliding_log_max_limit", "7", "sliding_log_max_limit", "8"],
+            "module argument 'sliding_log_max_limit' is given twice",
+        ),
+    ] {
+        let mut load = vec!["MODULE", "LOAD", path];
+        load.extend_from_slice(args);
+        assert!(error(&mut c, &load).starts_with("ERR"), "{args:?}");
+        assert!(s.log().contains(logged), "{args:?}: {}", s.log());
+        assert!(error(&mut c, &["RL.GCRA", "k", "1", "1", "1"]).starts_with("ERR unknown command"));
+    }
+    let ok: String = cmd(&["MODULE", "LOAD", path, "sliding_log_max_limit", "7"])
         .query(&mut c)
         .unwrap();
     assert_eq!(ok, "OK");
     assert_eq!(five(&mut c, &["RL.GCRA", "k", "1", "1", "1"]), [0, 2, 1, -1, 1]);
+    let got: Vec<String> = cmd(&["CONFIG", "GET", "ratelimit.sliding_log_max_limit"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(got, ["ratelimit.sliding_log_max_limit", "7"]);
 }
 
 #[test]
@@ -657,7 +695,11 @@ fn cl_throttle_drop_in() {
     // redis-cell's grammar only: no options, no extra arguments.
     assert_eq!(
         error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "MS"]),
-        "ERR syntax error: unknown option 'MS' (expected MS or PEEK)"
+        "ERR syntax error: 'cl.throttle' takes no options, got 'MS' (RL.GCRA takes MS and PEEK)"
+    );
+    assert_eq!(
+        error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "peek"]),
+        "ERR syntax error: 'cl.throttle' takes no options, got 'peek' (RL.GCRA takes MS and PEEK)"
     );
     assert_eq!(
         error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "1", "PEEK"]),
@@ -675,7 +717,11 @@ fn cl_throttle_drop_in() {
 
 #[test]
 fn command_docs_and_acl_category() {
-    let s = Server::start();
+    let module = common::module_path();
+    let s = Server::start_with(
+        &["--loadmodule", module.to_str().unwrap(), "cl_throttle", "yes"],
+        false,
+    );
     let mut c = s.client();
     for (name, params) in [
         ("rl.gcra", &["max_burst", "count", "period"][..]),
@@ -683,6 +729,7 @@ fn command_docs_and_acl_category() {
         ("rl.fixed", &["limit", "window"]),
         ("rl.sliding_log", &["limit", "window"]),
         ("rl.sliding_counter", &["limit", "window"]),
+        ("cl.throttle", &["max_burst", "count", "period"]),
     ] {
         let docs: redis::Value = cmd(&["COMMAND", "DOCS", name]).query(&mut c).unwrap();
         let text = format!("{docs:?}");
@@ -693,10 +740,13 @@ fn command_docs_and_acl_category() {
             "key_spec_index",
             "quantity",
             "optional",
-            "PEEK",
-            "MS",
         ] {
             assert!(text.contains(expected), "{name}: no {expected} in {text}");
+        }
+        // redis-cell's grammar has no options.
+        let options = name != "cl.throttle";
+        for option in ["\"PEEK\"", "\"MS\""] {
+            assert_eq!(text.contains(option), options, "{name}: {option} in {text}");
         }
         for p in params {
             assert!(text.contains(p), "{name}: no {p} in {text}");
@@ -708,7 +758,8 @@ fn command_docs_and_acl_category() {
         );
     }
     // @ratelimit exists where the server lets modules add ACL categories
-    // (Redis 7.4+, Valkey); elsewhere the commands are only @write @fast.
+    // (Redis 7.4+, Valkey); elsewhere the commands are in no category, and
+    // are granted by name.
     let info: String = cmd(&["INFO", "server"]).query(&mut c).unwrap();
     let field = |f: &str| {
         info.lines()
@@ -730,6 +781,7 @@ fn command_docs_and_acl_category() {
         assert_eq!(
             members,
             [
+                "cl.throttle",
                 "rl.fixed",
                 "rl.gcra",
                 "rl.sliding_counter",
@@ -737,5 +789,8 @@ fn command_docs_and_acl_category() {
                 "rl.token_bucket"
             ]
         );
+    } else {
+        let write: Vec<String> = cmd(&["ACL", "CAT", "write"]).query(&mut c).unwrap();
+        assert!(!write.iter().any(|name| name.starts_with("rl.")), "{write:?}");
     }
 }
