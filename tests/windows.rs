@@ -118,6 +118,47 @@ fn sliding_counter_weighs_the_previous_window() {
 }
 
 #[test]
+fn a_state_from_a_shorter_window_counts_its_previous_units_where_they_may_lie() {
+    let s = Server::start();
+    let mut c = s.client();
+    // Under 10^9-second windows (the current one is [10^15, 2 * 10^15) µs),
+    // a stored sliding counter whose window started inside the current one
+    // was written under a shorter length: its previous window's units were
+    // taken just before that start at the latest, so inside the current
+    // window. 5 + 1 units with a limit of 5: full.
+    let state = |start: u64| {
+        let mut v = vec![b'C'];
+        v.extend_from_slice(&start.to_le_bytes()[..7]);
+        v.extend_from_slice(&5u32.to_le_bytes());
+        v.extend_from_slice(&1u32.to_le_bytes());
+        v
+    };
+    let w = 1_000_000_000 * SEC;
+    let call = ["RL.SLIDING_COUNTER", "sc", "5", "1000000000", "1"];
+    let set = |c: &mut redis::Connection, start: u64| {
+        let ok: String = redis::cmd("SET").arg("sc").arg(state(start)).query(c).unwrap();
+        assert_eq!(ok, "OK");
+    };
+    set(&mut c, w + w / 2);
+    let (r, before, after) = timed(&mut c, &call);
+    assert_eq!(r[..3], [1, 5, 0]);
+    // Six units weigh fully until 2 * 10^15, then decay over the next
+    // window: 6 * (W - e) + W <= 5 W from e = W / 3 (rounded up) on.
+    assert!(
+        until(2 * w + w / 3 + 1, before, after, SEC).contains(&r[3]),
+        "{r:?}"
+    );
+    let stored: Vec<u8> = redis::cmd("GET").arg("sc").query(&mut c).unwrap();
+    assert_eq!(stored, state(w + w / 2), "a refusal writes nothing");
+    // A start on a boundary of this length: its previous units belong to
+    // the window before, [0, 10^15), and weigh 5 * (W - e) / W with
+    // e > 0.76 W (until 2033): under 1.2 units, so two more fit.
+    set(&mut c, w);
+    let r = five(&mut c, &["RL.SLIDING_COUNTER", "sc", "5", "1000000000", "2"]);
+    assert_eq!((r[0], r[3]), (0, -1), "{r:?}");
+}
+
+#[test]
 fn queries_and_peeks_change_nothing() {
     let s = Server::start();
     let mut c = s.client();

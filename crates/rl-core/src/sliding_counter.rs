@@ -68,13 +68,21 @@ impl SlidingCounter {
             return (current, 0, 0);
         };
         // A start written under another window length counts in the window
-        // of this length that holds it.
+        // of this length that holds it: its units were all taken at or after
+        // it. The previous window's units were taken before it, possibly
+        // just before: if the instant before the start lies in the same
+        // window of this length (the start is not on one of its
+        // boundaries), they count there too, never in an earlier one.
         let start = self.window.align(s.start);
+        let (previous, current_units) = match s.start.checked_sub(1) {
+            Some(before) if self.window.align(before) == start => (0, s.current + s.previous),
+            _ => (s.previous, s.current),
+        };
         if start >= current {
             // Same window, or a later one (the clock stepped back): as stored.
-            (start, s.previous, s.current)
+            (start, previous, current_units)
         } else if u128::from(start) + self.window.micros() == u128::from(current) {
-            (current, s.current, 0)
+            (current, current_units, 0)
         } else {
             (current, 0, 0)
         }

@@ -158,6 +158,51 @@ fn changing_the_window_length_never_pushes_the_window_away() {
 /// plus the new length. It now counts in the window that holds its start, and
 /// every time in the reply says when that window ends.
 #[test]
+fn a_longer_window_counts_the_previous_units_where_they_may_lie() {
+    // Five units in [T0, T0+1s) and one in [T0+1s, T0+2s) under one-second
+    // windows. Under two-second windows all six lie in [T0, T0+2s): the
+    // stored previous window's units count there, not a window earlier.
+    let mut counter = Driver::new(SlidingCounter::new(5, SEC).unwrap());
+    assert_eq!(counter.reply(T0, 5, Millis), [0, 5, 0, -1, 2000]);
+    assert_eq!(counter.reply(T0 + 1300 * MS, 1, Millis), [0, 5, 0, -1, 1700]);
+    counter.limiter = SlidingCounter::new(5, 2 * SEC).unwrap();
+    // Six in the window: full. They weigh until T0+2s, then decay over the
+    // next window: 6 * (2 s - e) + 1 * 2 s <= 5 * 2 s from e = 666,667 µs.
+    assert_eq!(
+        counter.peek(T0 + 1302 * MS, 1).to_reply(Millis),
+        [1, 5, 0, 1365, 2698]
+    );
+    assert!(counter.peek(T0 + 2 * SEC + 666_666, 1).blocked);
+    assert!(!counter.peek(T0 + 2 * SEC + 666_667, 1).blocked);
+    // A start on a boundary of the new length keeps its previous window
+    // as the previous one (here the lengths share the boundary T0+2s).
+    let mut aligned = Driver::new(SlidingCounter::new(5, SEC).unwrap());
+    assert_eq!(aligned.reply(T0 + 1500 * MS, 5, Millis)[0], 0);
+    assert_eq!(aligned.reply(T0 + 2300 * MS, 1, Millis), [0, 5, 0, -1, 1700]);
+    aligned.limiter = SlidingCounter::new(5, 2 * SEC).unwrap();
+    // Window [T0+2s, T0+4s): one unit, and the previous window's five weigh
+    // 5 * (2 s - 0.302 s) / 2 s = 4.245: nothing more fits.
+    assert_eq!(aligned.peek(T0 + 2302 * MS, 1).to_reply(Millis)[..3], [1, 5, 0]);
+}
+
+#[test]
+fn a_shorter_window_does_not_know_when_the_old_units_were_taken() {
+    // Documented, not conservative: 5 units at T0+1.5s under 2-second
+    // windows count in [T0, T0+1s), the window of the new length holding
+    // the old start, although they were taken in [T0+1s, T0+2s).
+    let mut fixed = Driver::new(FixedWindow::new(5, 2 * SEC).unwrap());
+    assert_eq!(fixed.reply(T0 + 1500 * MS, 5, Millis)[..3], [0, 5, 0]);
+    fixed.limiter = FixedWindow::new(5, SEC).unwrap();
+    assert_eq!(fixed.reply(T0 + 1600 * MS, 5, Millis), [0, 5, 0, -1, 400]);
+    let mut counter = Driver::new(SlidingCounter::new(5, 2 * SEC).unwrap());
+    assert_eq!(counter.reply(T0 + 1500 * MS, 5, Millis)[..3], [0, 5, 0]);
+    counter.limiter = SlidingCounter::new(5, SEC).unwrap();
+    // The five weigh as the previous window: 5 * 0.4 = 2, so 3 more fit.
+    assert_eq!(counter.peek(T0 + 1600 * MS, 4).to_reply(Millis)[..3], [1, 5, 3]);
+    assert_eq!(counter.reply(T0 + 1600 * MS, 3, Millis)[..3], [0, 5, 0]);
+}
+
+#[test]
 fn a_window_of_another_length_ends_with_the_window_holding_its_start() {
     let s = T0 + 20 * MS; // a 10 ms boundary, inside the 15 ms window [T0+15, T0+30)
     let mut fixed = Driver::new(FixedWindow::new(3, 10 * MS).unwrap());
