@@ -16,6 +16,15 @@ pub struct GcraCodec;
 /// Ticks per microsecond of the plain form.
 const TICKS_PER_MICRO: u64 = 840;
 
+/// A decimal as the codec writes one: no leading zero (the value `0` aside).
+/// Anything else was not written by this module.
+fn canonical(bytes: &[u8]) -> Option<u128> {
+    if bytes.len() > 1 && bytes[0] == b'0' {
+        return None;
+    }
+    parse_decimal(bytes)
+}
+
 impl ValueCodec for GcraCodec {
     type Value = Tat;
     type Limiter = Gcra;
@@ -26,13 +35,13 @@ impl ValueCodec for GcraCodec {
 
     fn decode(bytes: &[u8]) -> Result<Tat, &'static str> {
         const NOT_A_TAT: &str = "expected a decimal theoretical arrival time";
-        let (units, per_micro) = match parse_decimal(bytes) {
+        let (units, per_micro) = match canonical(bytes) {
             // The plain form, the common case: no search for a '/'.
             Some(units) => (units, TICKS_PER_MICRO),
             None => {
                 let slash = bytes.iter().position(|&b| b == b'/').ok_or(NOT_A_TAT)?;
-                let units = parse_decimal(&bytes[..slash]).ok_or(NOT_A_TAT)?;
-                let per_micro = parse_decimal(&bytes[slash + 1..])
+                let units = canonical(&bytes[..slash]).ok_or(NOT_A_TAT)?;
+                let per_micro = canonical(&bytes[slash + 1..])
                     .and_then(|d| u64::try_from(d).ok())
                     .ok_or(NOT_A_TAT)?;
                 (units, per_micro)
@@ -112,9 +121,16 @@ mod tests {
             b"1/2/3",
             b"1.5",
             b"\x00",
+            b"0123",
+            b"05/3",
+            b"5/03",
+            b"00",
         ] {
             assert!(GcraCodec::decode(bad).is_err(), "{bad:?}");
         }
+        // Zero itself is a number the codec writes (a rested limiter).
+        assert_eq!(GcraCodec::decode(b"0"), Tat::new(0, 840).ok_or(""));
+        assert_eq!(GcraCodec::decode(b"0/7"), Tat::new(0, 7).ok_or(""));
         // Beyond u64::MAX + 10^24 microseconds: no request makes that.
         assert!(GcraCodec::decode(b"99999999999999999999999999999").is_err());
     }
