@@ -1,6 +1,7 @@
 //! Module settings: `CONFIG GET/SET ratelimit.<name>`, or `loadmodule` arguments.
 
 use crate::error::printable;
+use crate::storage::parse_canonical_decimal;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 /// Default of `ratelimit.sliding_log_max_limit`.
@@ -50,7 +51,8 @@ pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
             return Err(format!("module argument '{}' is given twice", NAMES[index]));
         }
         let valid = match index {
-            0 => canonical_integer(value).is_some_and(|n| (1..=SLIDING_LOG_MAX_LIMIT_MAX).contains(&n)),
+            0 => parse_canonical_decimal(value)
+                .is_some_and(|n| (1..=SLIDING_LOG_MAX_LIMIT_MAX as u128).contains(&n)),
             _ => value == b"yes" || value == b"no",
         };
         if !valid {
@@ -66,17 +68,6 @@ pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// A non-negative integer written as Redis writes one: digits, no sign, no
-/// leading zero.
-fn canonical_integer(bytes: &[u8]) -> Option<i64> {
-    if bytes.is_empty() || bytes.len() > 18 || (bytes[0] == b'0' && bytes.len() > 1) {
-        return None;
-    }
-    bytes.iter().try_fold(0i64, |acc, &b| {
-        b.is_ascii_digit().then(|| acc * 10 + i64::from(b - b'0'))
-    })
 }
 
 #[cfg(test)]

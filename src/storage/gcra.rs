@@ -8,22 +8,13 @@
 //! stored exactly as the fraction `units/per_micro`.
 
 use super::store::Access;
-use super::{parse_decimal, push_decimal, Encoded, ValueCodec};
+use super::{parse_canonical_decimal, push_decimal, Encoded, ValueCodec};
 use rl_core::{Gcra, Tat};
 
 pub struct GcraCodec;
 
 /// Ticks per microsecond of the plain form.
 const TICKS_PER_MICRO: u64 = 840;
-
-/// A decimal as the codec writes one: no leading zero (the value `0` aside).
-/// Anything else was not written by this module.
-fn canonical(bytes: &[u8]) -> Option<u128> {
-    if bytes.len() > 1 && bytes[0] == b'0' {
-        return None;
-    }
-    parse_decimal(bytes)
-}
 
 impl ValueCodec for GcraCodec {
     type Value = Tat;
@@ -35,13 +26,13 @@ impl ValueCodec for GcraCodec {
 
     fn decode(bytes: &[u8]) -> Result<Tat, &'static str> {
         const NOT_A_TAT: &str = "expected a decimal theoretical arrival time";
-        let (units, per_micro) = match canonical(bytes) {
+        let (units, per_micro) = match parse_canonical_decimal(bytes) {
             // The plain form, the common case: no search for a '/'.
             Some(units) => (units, TICKS_PER_MICRO),
             None => {
                 let slash = bytes.iter().position(|&b| b == b'/').ok_or(NOT_A_TAT)?;
-                let units = canonical(&bytes[..slash]).ok_or(NOT_A_TAT)?;
-                let per_micro = canonical(&bytes[slash + 1..])
+                let units = parse_canonical_decimal(&bytes[..slash]).ok_or(NOT_A_TAT)?;
+                let per_micro = parse_canonical_decimal(&bytes[slash + 1..])
                     .and_then(|d| u64::try_from(d).ok())
                     .ok_or(NOT_A_TAT)?;
                 (units, per_micro)

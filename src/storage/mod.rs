@@ -243,6 +243,15 @@ pub(crate) fn push_decimal(out: &mut Encoded, v: u128) {
     out.push(&digits[i..]);
 }
 
+/// [`parse_decimal`] of a number written as the module and Redis write one:
+/// no leading zero (the value `0` aside).
+pub(crate) fn parse_canonical_decimal(bytes: &[u8]) -> Option<u128> {
+    if bytes.len() > 1 && bytes[0] == b'0' {
+        return None;
+    }
+    parse_decimal(bytes)
+}
+
 /// Parse a non-empty run of ASCII digits that fits in a u128.
 pub(crate) fn parse_decimal(bytes: &[u8]) -> Option<u128> {
     if bytes.is_empty() || bytes.len() > 39 {

@@ -70,13 +70,14 @@ impl SlidingCounter {
         // A start written under another window length counts in the window
         // of this length that holds it: its units were all taken at or after
         // it. The previous window's units were taken before it, possibly
-        // just before: if the instant before the start lies in the same
-        // window of this length (the start is not on one of its
-        // boundaries), they count there too, never in an earlier one.
+        // just before: if the start is not on a boundary of this length, the
+        // instant before it lies in the same window, so they count there
+        // too, never in an earlier one.
         let start = self.window.align(s.start);
-        let (previous, current_units) = match s.start.checked_sub(1) {
-            Some(before) if self.window.align(before) == start => (0, s.current + s.previous),
-            _ => (s.previous, s.current),
+        let (previous, current_units) = if start == s.start {
+            (s.previous, s.current)
+        } else {
+            (0, s.current + s.previous)
         };
         if start >= current {
             // Same window, or a later one (the clock stepped back): as stored.
