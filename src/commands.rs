@@ -164,21 +164,27 @@ pub fn sliding_counter(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<[i
     run::<SlidingCounterCodec>(&SLIDING_COUNTER, ctx, args)
 }
 
-/// `CL.THROTTLE key max_burst count period [quantity]`, exactly.
+/// `CL.THROTTLE key max_burst count period [quantity]`, exactly. An option
+/// where `quantity` or after it stands is named in the error, whatever the
+/// argument count.
 pub fn cl_throttle(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<[i64; 5], CommandError> {
-    if !(5..=6).contains(&args.len()) {
-        return Err(CommandError::WrongArity {
-            command: CL_THROTTLE.name,
-        });
+    let arity = CommandError::WrongArity {
+        command: CL_THROTTLE.name,
+    };
+    if args.len() < 5 {
+        return Err(arity);
     }
-    if let Some(option) = args
-        .get(5)
-        .filter(|a| a.bytes().first().is_some_and(u8::is_ascii_alphabetic))
+    if let Some(option) = args[5..]
+        .iter()
+        .find(|a| a.bytes().first().is_some_and(u8::is_ascii_alphabetic))
     {
         return Err(CommandError::NoOptions {
             command: CL_THROTTLE.name,
             token: printable(option.bytes()),
         });
+    }
+    if args.len() > 6 {
+        return Err(arity);
     }
     run::<GcraCodec>(&CL_THROTTLE, ctx, args)
 }

@@ -701,8 +701,13 @@ fn cl_throttle_drop_in() {
         error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "peek"]),
         "ERR syntax error: 'cl.throttle' takes no options, got 'peek' (RL.GCRA takes MS and PEEK)"
     );
+    // An option after the quantity is named too, not counted as an argument.
     assert_eq!(
         error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "1", "PEEK"]),
+        "ERR syntax error: 'cl.throttle' takes no options, got 'PEEK' (RL.GCRA takes MS and PEEK)"
+    );
+    assert_eq!(
+        error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "1", "2"]),
         "ERR wrong number of arguments for 'cl.throttle' command"
     );
     assert_eq!(
@@ -711,7 +716,13 @@ fn cl_throttle_drop_in() {
     );
     assert_eq!(
         common::info_field(&mut c, "ratelimit", "ratelimit_cl_throttle_calls"),
-        8
+        9
+    );
+    // Every call the module received: five answered, four refused as errors
+    // (the call with too few arguments never reached it).
+    assert_eq!(
+        common::info_field(&mut c, "ratelimit", "ratelimit_cl_throttle_errors"),
+        4
     );
 }
 
