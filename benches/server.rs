@@ -18,7 +18,8 @@
 //! ```
 //!
 //! Environment: `RL_SERVER_BIN` (default `redis-server`), `RL_BENCH_ROUNDS`
-//! (default 3), `RL_BENCH_REQUESTS` (default 100000), `RL_CELL_MODULE`,
+//! (default 5), `RL_BENCH_REQUESTS` (requests per pipelined run, default
+//! 200000; a run at pipeline 1 makes a fifth of them), `RL_CELL_MODULE`,
 //! `RL_BENCH_CALLGRIND`.
 
 use serde::Serialize;
@@ -329,8 +330,8 @@ fn instructions_per_call(list: &[Workload], requests: u64) -> BTreeMap<String, f
 }
 
 fn main() {
-    let rounds: usize = env_or("RL_BENCH_ROUNDS", 3);
-    let requests: u64 = env_or("RL_BENCH_REQUESTS", 100_000);
+    let rounds: usize = env_or("RL_BENCH_ROUNDS", 5);
+    let requests: u64 = env_or("RL_BENCH_REQUESTS", 200_000);
     let server = Server::start(&[], &[]);
     let list = workloads(&server);
 
