@@ -68,7 +68,28 @@ fn workload(c: &mut Connection, prefix: &str) -> Vec<String> {
         five(c, &["RL.SLIDING_LOG", &log_c, "3", "3600", "3"])[..3],
         [0, 3, 0]
     );
-    let keys = [gcra_a, gcra_b, gcra_c, tb, fx, fx_ms, log_a, log_c, sc, sc_ms];
+    // Logs longer than 64 bytes, replicated as patches: one growing, one
+    // whose ring has turned, overwritten across its end.
+    let log_d = k("log:d");
+    for (q, expected) in [("10", 10), ("1", 9), ("9", 0)] {
+        assert_eq!(
+            five(c, &["RL.SLIDING_LOG", &log_d, "20", "3600", q])[..3],
+            [0, 20, expected]
+        );
+    }
+    let log_e = k("log:e");
+    let mut ring = vec![b'L', 3, 0, 0, 0];
+    for i in 0..10u64 {
+        ring.extend_from_slice(&(old + (i + 7) % 10).to_le_bytes());
+    }
+    redis::cmd("SET").arg(&log_e).arg(ring).query::<()>(c).unwrap();
+    assert_eq!(
+        five(c, &["RL.SLIDING_LOG", &log_e, "10", "3600", "8"])[..3],
+        [0, 10, 2]
+    );
+    let keys = [
+        gcra_a, gcra_b, gcra_c, tb, fx, fx_ms, log_a, log_c, log_d, log_e, sc, sc_ms,
+    ];
     keys.to_vec()
 }
 
@@ -271,5 +292,18 @@ fn replication_bytes_per_allowed_request() {
     assert!((report[4].1 - report[5].1).abs() <= 8, "{report:?}");
     // Ten units cost ten more 8-byte instants, not a rewrite of the log.
     assert!(report[6].1 - report[5].1 <= 9 * 8 + 8, "{report:?}");
+    // A log of at most 64 bytes (7 entries) is replicated whole, as one
+    // SET .. PXAT, which is shorter than the transaction of patches used
+    // beyond that size (the same for every unit of a growing log): compare
+    // the 2nd-7th units with the 9th-14th.
+    let log = ["RL.SLIDING_LOG", "user:000008", "100", "3600"];
+    let mut offsets = Vec::new();
+    for _ in 0..14 {
+        offsets.push(info_field(&mut m, "replication", "master_repl_offset"));
+        assert_eq!(five(&mut m, &log)[0], 0);
+    }
+    let (whole, patched) = ((offsets[7] - offsets[1]) / 6, (offsets[13] - offsets[8]) / 5);
+    println!("replication: small log: {whole} bytes per unit whole, {patched} as patches");
+    assert!(whole > 0 && whole < patched, "{whole} {patched}");
     wait_for_replica(&mut m);
 }

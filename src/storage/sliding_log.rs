@@ -6,7 +6,8 @@
 //! allowed request of `q` units rewrites only the `8*q` bytes it changes (and
 //! the 4-byte header when the ring turns), in place, and replicates exactly
 //! those bytes as `SETRANGE` commands plus a `PEXPIREAT`: replication traffic
-//! is O(q) whatever the limit.
+//! is O(q) whatever the limit. A log short enough to be replicated whole in
+//! fewer bytes is sent as one `SET .. PXAT` (see [`Store::patch`]).
 
 use super::store::Store;
 use super::{Bytes, ChangeOf, Codec, StateOf};

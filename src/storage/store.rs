@@ -34,6 +34,13 @@ pub enum Content<'k> {
 
 const ERR: c_int = raw::REDISMODULE_ERR as c_int;
 
+/// The largest value [`Store::patch`] replicates whole, as one `SET .. PXAT`,
+/// rather than as its patches. Up to this size the `SET` is never longer on
+/// the replication stream than the `MULTI`, `SETRANGE`, `PEXPIREAT`, `EXEC`
+/// it replaces (those add about 50 bytes plus the key name again), and it
+/// is one replicated command instead of a transaction of several.
+pub const WHOLE_VALUE_MAX: usize = 64;
+
 const MISSING_API: CommandError = CommandError::Storage {
     detail: "server lacks a required module API",
 };
@@ -409,9 +416,11 @@ impl Store {
 
     /// Grow the value to `new_len` bytes (zero-filled) if shorter, overwrite
     /// the `patches` (offset, bytes) in place, set the absolute expiry, and
-    /// replicate exactly that: one `SETRANGE` per patch and a `PEXPIREAT`.
-    /// With `compact`, the value is then reallocated at its exact size (a
-    /// string grown in steps keeps spare capacity otherwise).
+    /// replicate exactly that: one `SETRANGE` per patch and a `PEXPIREAT`,
+    /// or, for a value of at most [`WHOLE_VALUE_MAX`] bytes, the whole value
+    /// as one `SET .. PXAT`. With `compact`, the value is then reallocated at
+    /// its exact size (a string grown in steps keeps spare capacity
+    /// otherwise).
     pub fn patch<'p>(
         &mut self,
         new_len: usize,
@@ -449,6 +458,13 @@ impl Store {
                 };
                 target.copy_from_slice(bytes);
             }
+            // A small value is replicated whole, from a copy taken before
+            // the key's value can be replaced (`compact`).
+            let mut whole = [0u8; WHOLE_VALUE_MAX];
+            let whole = whole.get_mut(..value.len()).map(|copy| {
+                copy.copy_from_slice(value);
+                &*copy
+            });
             if compact {
                 // A copy at the exact size replaces the value (the expiry
                 // it drops is set below).
@@ -456,6 +472,16 @@ impl Store {
             }
             Self::set_abs_expire(key, expire_at_ms)?;
             let replicate = raw::RedisModule_Replicate.ok_or(MISSING_API)?;
+            if let Some(whole) = whole {
+                if self.send_set(replicate, false, Value::Bytes(whole), expire_at_ms, ERR)
+                    != raw::REDISMODULE_OK as c_int
+                {
+                    return Err(CommandError::Storage {
+                        detail: "could not replicate the write",
+                    });
+                }
+                return Ok(());
+            }
             for (offset, bytes) in patches {
                 let offset = c_longlong::try_from(offset).unwrap_or(c_longlong::MAX);
                 let status = replicate(
