@@ -598,3 +598,108 @@ fn only_a_change_breaks_a_watch() {
         assert_eq!(done, None, "{call:?}");
     }
 }
+
+/// An allowed request emits the keyspace events of the commands it
+/// replicates, as they would: `set` (or `setrange` for a log sent as
+/// patches), then `expire`, in the classes `notify-keyspace-events`
+/// enables. A request that changes nothing emits none.
+#[test]
+fn writes_emit_the_keyspace_events_of_what_they_replicate() {
+    let s = Server::start();
+    let mut c = s.client();
+    let mut listener = s.client();
+    listener
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let mut events = listener.as_pubsub();
+    events.psubscribe("__keyspace@0__:*").unwrap();
+    let w = "1000000000";
+    let mut run = |classes: &str, calls: &[&[&str]]| -> Vec<(String, String)> {
+        cmd(&["CONFIG", "SET", "notify-keyspace-events", classes])
+            .query::<()>(&mut c)
+            .unwrap();
+        for call in calls {
+            cmd(call).query::<redis::Value>(&mut c).unwrap();
+        }
+        // A native SET marks the end of what the calls emitted.
+        cmd(&["CONFIG", "SET", "notify-keyspace-events", "K$"])
+            .query::<()>(&mut c)
+            .unwrap();
+        cmd(&["SET", "end", "x"]).query::<()>(&mut c).unwrap();
+        let mut seen = Vec::new();
+        loop {
+            let message = events.get_message().unwrap();
+            let channel = message.get_channel_name().to_string();
+            let key = channel.trim_start_matches("__keyspace@0__:").to_string();
+            if key == "end" {
+                return seen;
+            }
+            seen.push((key, message.get_payload::<String>().unwrap()));
+        }
+    };
+    let pairs = |expected: &[(&str, &str)]| -> Vec<(String, String)> {
+        expected
+            .iter()
+            .map(|(k, e)| (k.to_string(), e.to_string()))
+            .collect()
+    };
+
+    let all = run(
+        "K$g",
+        &[
+            &["RL.FIXED", "f", "1", w],
+            // Refused, a query, PEEK: no change, no event.
+            &["RL.FIXED", "f", "1", w],
+            &["RL.FIXED", "f", "1", w, "0"],
+            &["RL.FIXED", "f", "5", w, "PEEK"],
+            &["RL.SLIDING_COUNTER", "sc", "5", w],
+            &["RL.TOKEN_BUCKET", "tb", "5", "1", w],
+            // A log of one and of two entries is sent whole; one of ten
+            // (85 bytes) as patches.
+            &["RL.SLIDING_LOG", "l", "100", w],
+            &["RL.SLIDING_LOG", "l", "100", w],
+            &["RL.SLIDING_LOG", "l", "100", w, "8"],
+            &["RL.SLIDING_LOG", "l", "100", w, "PEEK"],
+            // GCRA stores through a native SET, which emits the same.
+            &["RL.GCRA", "g", "0", "1", w],
+            &["RL.GCRA", "g", "0", "1", w],
+        ],
+    );
+    assert_eq!(
+        all,
+        pairs(&[
+            ("f", "set"),
+            ("f", "expire"),
+            ("sc", "set"),
+            ("sc", "expire"),
+            ("tb", "set"),
+            ("tb", "expire"),
+            ("l", "set"),
+            ("l", "expire"),
+            ("l", "set"),
+            ("l", "expire"),
+            ("l", "setrange"),
+            ("l", "expire"),
+            ("g", "set"),
+            ("g", "expire"),
+        ])
+    );
+    // Strings only: no `expire`, from any of them.
+    let strings = run(
+        "K$",
+        &[&["RL.FIXED", "f2", "1", w], &["RL.GCRA", "g2", "0", "1", w]],
+    );
+    assert_eq!(strings, pairs(&[("f2", "set"), ("g2", "set")]));
+    // Generic only: `expire` alone.
+    let generic = run(
+        "Kg",
+        &[&["RL.FIXED", "f3", "1", w], &["RL.GCRA", "g3", "0", "1", w]],
+    );
+    assert_eq!(generic, pairs(&[("f3", "expire"), ("g3", "expire")]));
+    // Notifications off (the default): nothing.
+    let off = run(
+        "",
+        &[&["RL.FIXED", "f4", "1", w], &["RL.GCRA", "g4", "0", "1", w]],
+    );
+    assert!(off.is_empty(), "{off:?}");
+}

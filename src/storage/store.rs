@@ -297,6 +297,7 @@ impl Store {
                 });
             }
         }
+        self.notify_written(c"set");
         Ok(())
     }
 
@@ -480,6 +481,7 @@ impl Store {
                         detail: "could not replicate the write",
                     });
                 }
+                self.notify_written(c"set");
                 return Ok(());
             }
             for (offset, bytes) in patches {
@@ -512,7 +514,36 @@ impl Store {
                 });
             }
         }
+        self.notify_written(c"setrange");
         Ok(())
+    }
+
+    /// Emit the keyspace events of the commands a write replicated, as those
+    /// commands would: `event` (`set` or `setrange`, class `$`), then
+    /// `expire` (class `g`). Only the classes `notify-keyspace-events`
+    /// enables are emitted: with notifications off (the default) this costs
+    /// one lookup of the setting instead of two calls into the server per
+    /// write. (`RL.GCRA`'s `SET`, a real command, emits its own.)
+    fn notify_written(&self, event: &CStr) {
+        const STRING: c_int = raw::REDISMODULE_NOTIFY_STRING;
+        const GENERIC: c_int = raw::REDISMODULE_NOTIFY_GENERIC;
+        // SAFETY: ctx and name are live for the running command; the event
+        // names are NUL-terminated literals the server only reads.
+        unsafe {
+            let (Some(enabled), Some(notify)) = (
+                raw::RedisModule_GetNotifyKeyspaceEvents,
+                raw::RedisModule_NotifyKeyspaceEvent,
+            ) else {
+                return;
+            };
+            let classes = enabled();
+            if classes & STRING != 0 {
+                notify(self.ctx, STRING, event.as_ptr(), self.name);
+            }
+            if classes & GENERIC != 0 {
+                notify(self.ctx, GENERIC, c"expire".as_ptr(), self.name);
+            }
+        }
     }
 
     /// Set the key's absolute expiry (or, on a server without that API, the
