@@ -213,34 +213,49 @@ const DIGIT_PAIRS: [u8; 200] = {
     pairs
 };
 
-/// Append the decimal digits of `v`. Divides in 64 bits once the value fits
-/// (128-bit division is a slow library call, and most values fit), two
-/// digits at a time.
+/// Append the decimal digits of `v`. A value that fits 64 bits (every
+/// value the module writes but a far GCRA fraction) is cut into three
+/// 8-digit chunks written at fixed places, two digits per step: a TAT's 19
+/// digits take about 100 instructions instead of 240 for a digit pair per
+/// loop turn. Larger values divide in 128 bits down to 64 first.
 pub(crate) fn push_decimal(out: &mut Encoded, v: u128) {
-    let mut digits = [0u8; 40];
-    let mut i = digits.len();
-    let mut big = v;
-    while big > u128::from(u64::MAX) {
-        i -= 1;
-        digits[i] = b'0' + (big % 10) as u8;
-        big /= 10;
+    let Ok(small) = u64::try_from(v) else {
+        let mut digits = [0u8; 40];
+        let mut i = digits.len();
+        let mut big = v;
+        while big > u128::from(u64::MAX) {
+            i -= 1;
+            digits[i] = b'0' + (big % 10) as u8;
+            big /= 10;
+        }
+        // The rest fits 64 bits and is written first.
+        push_decimal(out, big);
+        out.push(&digits[i..]);
+        return;
+    };
+    const CHUNK: u64 = 100_000_000;
+    let mut digits = [b'0'; 24];
+    let (high, low) = digits.split_at_mut(16);
+    let (top, middle) = high.split_at_mut(8);
+    push_eight(low, (small % CHUNK) as u32);
+    push_eight(middle, (small / CHUNK % CHUNK) as u32);
+    // At most 1,844: u64::MAX has 20 digits.
+    push_eight(top, (small / CHUNK / CHUNK) as u32);
+    // No leading zeros, but one digit for 0.
+    let first = digits[..23].iter().position(|&d| d != b'0').unwrap_or(23);
+    out.push(&digits[first..]);
+}
+
+/// Write `n` (< 10^8) as exactly eight digits, zero-padded.
+fn push_eight(out: &mut [u8], n: u32) {
+    let (high, low) = (n / 10_000, n % 10_000);
+    for (slot, pair) in out
+        .chunks_exact_mut(2)
+        .zip([high / 100, high % 100, low / 100, low % 100])
+    {
+        let at = (pair % 100) as usize * 2;
+        slot.copy_from_slice(&DIGIT_PAIRS[at..at + 2]);
     }
-    let mut small = u64::try_from(big).unwrap_or(0);
-    while small >= 100 {
-        let pair = (small % 100) as usize * 2;
-        small /= 100;
-        i -= 2;
-        digits[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-    }
-    if small >= 10 {
-        let pair = small as usize * 2;
-        i -= 2;
-        digits[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-    } else {
-        i -= 1;
-        digits[i] = b'0' + small as u8;
-    }
-    out.push(&digits[i..]);
 }
 
 /// [`parse_decimal`] of a number written as the module and Redis write one:
