@@ -11,7 +11,10 @@
 //! microseconds per call (`INFO commandstats`), `MEMORY USAGE` per limiter and
 //! replication bytes per request; with `RL_BENCH_CALLGRIND=1` also the
 //! instructions per call inside Redis's `call()` (callgrind, a fresh server
-//! per workload, random keys, pipeline 16).
+//! per workload, random keys, pipeline 16), including two reference commands
+//! of `benches/floor` (built here with `cargo build --release -p rl-floor`):
+//! the server calls a limiter command makes to write a new key, with no
+//! logic, directly and with the integer encoding.
 //!
 //! ```sh
 //! cargo bench --bench server            # writes benches/results/latest.{json,md,svg}
@@ -90,6 +93,44 @@ fn module_path() -> PathBuf {
     .expect("the module is built next to the bench binary")
 }
 
+/// The reference module of `benches/floor`, next to this module (built by
+/// [`build_floor_module`]), if it is there.
+fn floor_module() -> Option<PathBuf> {
+    let path = module_path().with_file_name("librl_floor.so");
+    path.exists().then_some(path)
+}
+
+/// Build `benches/floor` in the release profile, next to the module.
+fn build_floor_module() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let built = Command::new(cargo)
+        .args(["build", "--release", "--quiet", "-p", "rl-floor"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        eprintln!("could not build benches/floor: the floor rows are left out");
+    }
+}
+
+/// The reference workloads of `benches/floor` (see its crate documentation).
+fn floor_workloads() -> Vec<Workload> {
+    if floor_module().is_none() {
+        return Vec::new();
+    }
+    [(FLOOR_DIRECT, "FLOOR.DIRECT"), (FLOOR_INTEGER, "FLOOR.INTEGER")]
+        .iter()
+        .map(|(name, command)| Workload {
+            name: name.to_string(),
+            stat: command.to_lowercase(),
+            args: vec![command.to_string(), "{key}".to_string()],
+        })
+        .collect()
+}
+
+const FLOOR_DIRECT: &str = "floor: new key, key API (no logic)";
+const FLOOR_INTEGER: &str = "floor: new key, integer encoding (no logic)";
+
 struct Server {
     child: Child,
     port: u16,
@@ -130,6 +171,9 @@ impl Server {
         ]);
         if let Ok(cell) = std::env::var("RL_CELL_MODULE") {
             args.extend(["--loadmodule".to_string(), cell]);
+        }
+        if let Some(floor) = floor_module() {
+            args.extend(["--loadmodule".to_string(), floor.to_string_lossy().into_owned()]);
         }
         args.extend(extra.iter().map(|s| s.to_string()));
         let child = Command::new(program)
@@ -330,6 +374,9 @@ fn instructions_per_call(list: &[Workload], requests: u64) -> BTreeMap<String, f
 }
 
 fn main() {
+    if std::env::var("RL_BENCH_CALLGRIND").is_ok_and(|v| v == "1") {
+        build_floor_module();
+    }
     let rounds: usize = env_or("RL_BENCH_ROUNDS", 5);
     let requests: u64 = env_or("RL_BENCH_REQUESTS", 200_000);
     let server = Server::start(&[], &[]);
@@ -420,6 +467,7 @@ fn main() {
     let instructions = if std::env::var("RL_BENCH_CALLGRIND").is_ok_and(|v| v == "1") {
         let mut all = list.clone();
         all.extend(long_period_variants(&list));
+        all.extend(floor_workloads());
         instructions_per_call(&all, 20_000)
     } else {
         BTreeMap::new()
@@ -522,6 +570,16 @@ fn markdown(r: &Report) -> String {
     if !long.is_empty() {
         s.push_str("\nInstructions per call with a 60-second period or window (no limiter expires during the run):\n\n| workload | instructions/call |\n|---|---|\n");
         for (name, ins) in long {
+            s.push_str(&format!("| {name} | {ins:.0} |\n"));
+        }
+    }
+    let floor: Vec<_> = [FLOOR_DIRECT, FLOOR_INTEGER]
+        .iter()
+        .filter_map(|name| r.instructions_per_call.get(*name).map(|ins| (name, ins)))
+        .collect();
+    if !floor.is_empty() {
+        s.push_str("\nThe floor: the server calls a limiter command makes to write a new key (open, store, absolute expiry, replicated `SET .. PXAT`, five-integer reply), with no parsing, decision or encoding (`benches/floor`):\n\n| workload | instructions/call |\n|---|---|\n");
+        for (name, ins) in floor {
             s.push_str(&format!("| {name} | {ins:.0} |\n"));
         }
     }
