@@ -172,9 +172,6 @@ impl Server {
         if let Ok(cell) = std::env::var("RL_CELL_MODULE") {
             args.extend(["--loadmodule".to_string(), cell]);
         }
-        if let Some(floor) = floor_module() {
-            args.extend(["--loadmodule".to_string(), floor.to_string_lossy().into_owned()]);
-        }
         args.extend(extra.iter().map(|s| s.to_string()));
         let child = Command::new(program)
             .args(&args)
@@ -339,9 +336,13 @@ fn instructions_per_call(list: &[Workload], requests: u64) -> BTreeMap<String, f
     let run = |workload: Option<&Workload>, tag: &str| -> f64 {
         let file = out_dir.join(format!("{tag}.out"));
         let file_arg = format!("--callgrind-out-file={}", file.display());
+        // The floor module only here: the throughput runs load what a
+        // user's server would.
+        let floor = floor_module().map(|p| p.to_string_lossy().into_owned());
+        let extra: Vec<&str> = floor.iter().flat_map(|p| ["--loadmodule", p.as_str()]).collect();
         let server = Server::start(
             &["valgrind", "--tool=callgrind", "--toggle-collect=call", &file_arg],
-            &[],
+            &extra,
         );
         // Every run loads the scripts (a workload needs them in its own
         // server), so the empty run's total includes that setup too and the
