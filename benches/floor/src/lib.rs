@@ -15,7 +15,8 @@
 //!   not exist, `SET key <19 digits> PXAT ms` through `RedisModule_Call`
 //!   (replicated by the server), reply five integers.
 //!
-//! Built and loaded by `cargo bench --bench server`.
+//! Built and loaded by the callgrind mode of the server benchmark
+//! (`RL_BENCH_CALLGRIND=1 cargo bench --bench server`).
 
 use redis_module::{raw, redis_module, Context, RedisString, Status};
 use std::ffi::CStr;
