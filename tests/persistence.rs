@@ -121,15 +121,7 @@ fn replica_holds_the_same_state(replica_has_module: bool) {
         replica_has_module,
     );
     let mut r = replica.client();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while info_field_str(&mut r, "master_link_status") != "up" {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "replica never synced: {}",
-            replica.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_link(&replica, &mut r);
     // ...and the rest as a stream of effects.
     keys.extend(workload(&mut m, "after:"));
     wait_for_replica(&mut m);
@@ -141,6 +133,78 @@ fn replica_holds_the_same_state(replica_has_module: bool) {
         cmd(&["DBSIZE"]).query(&mut r).unwrap(),
     );
     assert_eq!(dbsize.0, dbsize.1);
+}
+
+/// Wait until a replica reports its link to the master up.
+fn wait_for_link(replica: &Server, r: &mut Connection) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while info_field_str(r, "master_link_status") != "up" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "replica never synced: {}",
+            replica.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Failover: a master and a replica that both load the module. After the
+/// workload, `WAIT`, and the replica's promotion (`REPLICAOF NO ONE`), every
+/// limiter on the new master continues exactly where the old one left it:
+/// the same calls, made on both, get the same replies (the old master stands
+/// in for the limiter that was not failed over), and nothing extra is
+/// admitted.
+#[test]
+fn a_promoted_replica_continues_every_limiter() {
+    let master = Server::start_with(&["--repl-diskless-sync-delay", "0"], true);
+    let mut m = master.client();
+    let replica = Server::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()], true);
+    let mut r = replica.client();
+    wait_for_link(&replica, &mut r);
+    let keys = workload(&mut m, "");
+    wait_for_replica(&mut m);
+    let on_master = snapshot_all(&mut m, &keys);
+    let _: String = cmd(&["REPLICAOF", "NO", "ONE"]).query(&mut r).unwrap();
+    assert_eq!(info_field_str(&mut r, "role"), "master");
+    assert_eq!(snapshot_all(&mut r, &keys), on_master);
+    // The workload's limiters, each called one unit at a time until past its
+    // limit, on the old master and then on the new one.
+    let continuations: [&[&str]; 12] = [
+        &["RL.GCRA", "gcra:a", "2", "1", "3600"],
+        &["RL.GCRA", "gcra:b", "5", "3", "3600"],
+        &["RL.GCRA", "gcra:c", "5", "17", "3600"],
+        &["RL.TOKEN_BUCKET", "tb", "3", "1", "3600"],
+        &["RL.FIXED", "fx", "3", "1000000000"],
+        &["RL.FIXED", "fx:ms", "5", "1000000000000", "MS"],
+        &["RL.SLIDING_LOG", "log:a", "4", "3600"],
+        &["RL.SLIDING_LOG", "log:d", "20", "3600"],
+        &["RL.SLIDING_LOG", "log:e", "10", "3600"],
+        &["RL.SLIDING_COUNTER", "sc", "10", "7200"],
+        &["RL.SLIDING_COUNTER", "sc:ms", "10", "7200000", "MS"],
+        &["RL.SLIDING_LOG", "log:c", "3", "3600"],
+    ];
+    for call in continuations {
+        let mut admitted = [0, 0];
+        for _ in 0..8 {
+            let old = five(&mut m, call);
+            let new = five(&mut r, call);
+            // Blocked, limit and remaining exactly; the two times were read
+            // a fraction of a millisecond apart, and are rounded up to the
+            // reply's unit, so they agree to within one unit.
+            assert_eq!(old[..3], new[..3], "{call:?}: {old:?} on the old master, {new:?} on the new");
+            for field in [3, 4] {
+                assert!((old[field] - new[field]).abs() <= 1, "{call:?}: {old:?} {new:?}");
+            }
+            admitted[0] += i64::from(old[0] == 0);
+            admitted[1] += i64::from(new[0] == 0);
+        }
+        assert_eq!(admitted[0], admitted[1], "{call:?}");
+        // Every limiter reaches its limit within the eight calls.
+        assert_eq!(five(&mut r, call)[0], 1, "{call:?}");
+    }
+    // The promoted server writes on its own now, and stays a master.
+    assert_eq!(five(&mut r, &["RL.GCRA", "new:key", "1", "1", "3600"])[0], 0);
+    assert_eq!(info_field_str(&mut r, "role"), "master");
 }
 
 fn info_field_str(c: &mut Connection, field: &str) -> String {
@@ -244,11 +308,7 @@ fn replication_bytes_per_allowed_request() {
     let mut m = master.client();
     let replica = Server::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()], false);
     let mut r = replica.client();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while info_field_str(&mut r, "master_link_status") != "up" {
-        assert!(std::time::Instant::now() < deadline);
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_link(&replica, &mut r);
     let workloads: [(&str, &[&str]); 7] = [
         ("RL.GCRA", &["RL.GCRA", "user:000001", "1000000", "1", "3600"]),
         (

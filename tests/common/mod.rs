@@ -341,3 +341,88 @@ pub fn transaction_within(
             .collect()
     })
 }
+
+/// Which server a test runs against, read from `INFO server`: what it is
+/// and its version. Tests that depend on how the server represents values
+/// (shared objects, `MEMORY USAGE`) ask it what to expect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerKind {
+    pub valkey: bool,
+    pub version: (u32, u32, u32),
+}
+
+impl ServerKind {
+    pub fn of(con: &mut redis::Connection) -> ServerKind {
+        let info: String = cmd(&["INFO", "server"]).query(con).expect("INFO server");
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}:")))
+                .map(|v| v.trim().to_string())
+        };
+        let valkey = field("server_name").is_some_and(|n| n == "valkey");
+        let text = if valkey {
+            field("valkey_version")
+        } else {
+            None
+        }
+        .or_else(|| field("redis_version"))
+        .expect("a version in INFO server");
+        let mut parts = text.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        let mut next = || parts.next().unwrap_or(0);
+        ServerKind {
+            valkey,
+            version: (next(), next(), next()),
+        }
+    }
+
+    /// Redis before 8 keeps a key's value in an object of its own, which
+    /// several keys may hold (Redis's shared integers, the module's shared
+    /// first states). Redis 8 and Valkey keep each value with its key:
+    /// nothing is shared.
+    pub fn shares_values(&self) -> bool {
+        !self.valkey && self.version.0 < 8
+    }
+
+    /// Whether modules may add ACL categories (Redis 7.4+, Valkey).
+    pub fn has_module_acl_categories(&self) -> bool {
+        self.valkey || self.version >= (7, 4, 0)
+    }
+
+    /// `MEMORY USAGE` of one limiter of each algorithm, key `user:00000N`,
+    /// as this server reports it (see the README's "Supported servers");
+    /// `None` for a server not measured here.
+    pub fn memory(&self) -> Option<Memory> {
+        let m = |gcra, token_bucket, fixed, sliding_counter, sliding_log_1000| Memory {
+            gcra,
+            token_bucket,
+            fixed,
+            sliding_counter,
+            sliding_log_1000,
+        };
+        match (self.valkey, self.version.0, self.version.1) {
+            // Debian's 7.0.15 (jemalloc): a key and its value are apart.
+            (false, 7, 0) => Some(m(56, 88, 72, 88, 8248)),
+            // One object per key, the value embedded where it fits.
+            (false, 8, 2) => Some(m(40, 72, 56, 64, 8232)),
+            // The C library's malloc, one object per key.
+            (true, 8, 1) | (true, 9, 1) => Some(m(40, 80, 64, 64, 8064)),
+            _ => None,
+        }
+    }
+
+    pub fn name(&self) -> String {
+        let (a, b, c) = self.version;
+        format!("{} {a}.{b}.{c}", if self.valkey { "Valkey" } else { "Redis" })
+    }
+}
+
+/// `MEMORY USAGE` in bytes of one limiter per algorithm (GCRA in its
+/// integer form; a sliding log holding 1,000 entries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Memory {
+    pub gcra: i64,
+    pub token_bucket: i64,
+    pub fixed: i64,
+    pub sliding_counter: i64,
+    pub sliding_log_1000: i64,
+}
