@@ -1,15 +1,13 @@
-//! Command-line arguments -> validated request. Works on raw bytes: input may
-//! be anything, including non-UTF-8 and NUL bytes.
+//! Command-line arguments -> validated numbers and options. Works on raw
+//! bytes: input may be anything, including non-UTF-8 and NUL bytes.
 
 use crate::error::{printable, CommandError};
-use redis_module::raw;
 use rl_core::bounds::{MAX_PERIOD_MICROS, MAX_QUANTITY};
 use rl_core::TimeUnit;
-use std::os::raw::c_int;
 
 /// One positional numeric argument of a command.
 #[derive(Debug, Clone, Copy)]
-pub struct Positional {
+pub struct Param {
     pub name: &'static str,
     pub min: u64,
     /// The upper bound; for a duration, in microseconds.
@@ -17,91 +15,62 @@ pub struct Positional {
     /// A lower upper bound set at run time (a module setting).
     pub cap: Option<fn() -> u64>,
     /// A duration in the command's unit (seconds, or milliseconds with `MS`).
-    pub is_duration: bool,
+    pub duration: bool,
 }
 
-/// An argument as raw bytes: a client's string, or a test's slice.
-pub trait AsBytes {
-    fn bytes(&self) -> &[u8];
-}
-
-impl AsBytes for &[u8] {
-    fn bytes(&self) -> &[u8] {
-        self
+/// A number from `min` to `max`.
+pub const fn number(name: &'static str, min: u64, max: u64) -> Param {
+    Param {
+        name,
+        min,
+        max,
+        cap: None,
+        duration: false,
     }
 }
 
-/// A command argument as the server passed it: read in place for the
-/// duration of the command, never copied, retained or wrapped.
-#[repr(transparent)]
-#[derive(Clone, Copy)]
-pub struct Arg(*mut raw::RedisModuleString);
-
-impl Arg {
-    /// The arguments of the running command.
-    ///
-    /// # Safety
-    /// `argv` and `argc` are the running command's; the slice must not
-    /// outlive the command.
-    pub unsafe fn all<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> &'a [Arg] {
-        match usize::try_from(argc) {
-            // `Arg` is a transparent wrapper of the pointers in `argv`.
-            Ok(len) if len > 0 && !argv.is_null() => std::slice::from_raw_parts(argv.cast::<Arg>(), len),
-            _ => &[],
-        }
-    }
-
-    pub fn as_ptr(self) -> *mut raw::RedisModuleString {
-        self.0
+/// A duration of at least one unit, at most 10^15 µs.
+pub const fn duration(name: &'static str) -> Param {
+    Param {
+        name,
+        min: 1,
+        max: MAX_PERIOD_MICROS,
+        cap: None,
+        duration: true,
     }
 }
 
-impl AsBytes for Arg {
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: the string is the running command's argument, alive for the
-        // whole command; the server returns `len` bytes it owns.
-        unsafe {
-            let Some(ptr_len) = raw::RedisModule_StringPtrLen else {
-                return &[];
-            };
-            if self.0.is_null() {
-                return &[];
-            }
-            let mut len = 0usize;
-            crate::server_bytes(ptr_len(self.0, &mut len), len)
+/// `param`, with an upper bound lowered at run time by a module setting.
+pub const fn capped(param: Param, cap: fn() -> u64) -> Param {
+    Param {
+        cap: Some(cap),
+        ..param
+    }
+}
+
+impl Param {
+    /// The value of `bytes` for this parameter, in microseconds for a
+    /// duration in `unit`.
+    #[inline(always)]
+    pub fn parse(&self, bytes: &[u8], unit: TimeUnit) -> Result<u64, CommandError> {
+        if self.duration {
+            let per_unit = unit.micros_per_unit();
+            let max = self.max.min(MAX_PERIOD_MICROS) / per_unit;
+            Ok(parse_in_range(bytes, self.name, self.min, max)? * per_unit)
+        } else {
+            let max = self.cap.map_or(self.max, |cap| cap().min(self.max));
+            parse_in_range(bytes, self.name, self.min, max)
         }
     }
 }
 
-/// The positional numbers of a request, without allocating (at most 3).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Numbers {
-    values: [u64; 3],
-    len: usize,
-}
-
-impl Numbers {
-    fn push(&mut self, v: u64) {
-        if let Some(slot) = self.values.get_mut(self.len) {
-            *slot = v;
-            self.len += 1;
-        }
-    }
-}
-
-impl std::ops::Deref for Numbers {
-    type Target = [u64];
-    fn deref(&self) -> &[u64] {
-        &self.values[..self.len]
-    }
-}
-
-/// Everything after the key, validated. Durations are in microseconds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Request {
-    pub numbers: Numbers,
+/// What the options after a command's parameters ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Units this request costs (0: a query).
     pub quantity: u64,
     pub unit: TimeUnit,
+    /// Answer without changing anything.
     pub peek: bool,
 }
 
@@ -147,79 +116,85 @@ pub fn parse_redis_int(bytes: &[u8]) -> Option<i64> {
 }
 
 fn parse_in_range(bytes: &[u8], name: &'static str, min: u64, max: u64) -> Result<u64, CommandError> {
-    parse_redis_int(bytes)
-        .and_then(|v| u64::try_from(v).ok())
+    let value = match bytes {
+        // The common case, a short positive number: no sign, no overflow
+        // check (at most 18 digits).
+        [first @ b'1'..=b'9', rest @ ..] if rest.len() < 18 => {
+            rest.iter().try_fold(u64::from(first - b'0'), |acc, &b| {
+                let digit = b.wrapping_sub(b'0');
+                (digit <= 9).then_some(acc * 10 + u64::from(digit))
+            })
+        }
+        _ => parse_redis_int(bytes).and_then(|v| u64::try_from(v).ok()),
+    };
+    value
         .filter(|v| (min..=max).contains(v))
         .ok_or(CommandError::BadNumber { name, min, max })
 }
 
-enum Flag {
-    Ms,
-    Peek,
-}
-
-fn flag(token: &[u8]) -> Option<Flag> {
-    if token.eq_ignore_ascii_case(b"MS") {
-        Some(Flag::Ms)
-    } else if token.eq_ignore_ascii_case(b"PEEK") {
-        Some(Flag::Peek)
-    } else {
-        None
-    }
-}
-
-/// Parse `positional... [quantity] [MS] [PEEK]` (the arguments after the key).
+/// `[quantity] [MS] [PEEK]`: the arguments after a command's parameters.
 /// Options may come in any order and may repeat; `quantity`, when present,
-/// comes right after the positionals.
+/// comes first: a first token that does not start with a letter is meant as
+/// the quantity.
 #[inline(always)]
-pub fn parse<T: AsBytes>(
-    command: &'static str,
-    spec: &[Positional],
-    args: &[T],
-) -> Result<Request, CommandError> {
-    if args.len() < spec.len() {
-        return Err(CommandError::WrongArity { command });
-    }
-    let (positional, rest) = args.split_at(spec.len());
-    let mut request = Request {
-        numbers: Numbers::default(),
+pub fn options(args: &[&[u8]]) -> Result<Options, CommandError> {
+    let mut options = Options {
         quantity: 1,
         unit: TimeUnit::Seconds,
         peek: false,
     };
-    let mut options = rest;
-    if let Some((first, tail)) = rest.split_first() {
-        // A token that does not start with a letter is meant as the quantity.
-        if !first.bytes().first().is_some_and(u8::is_ascii_alphabetic) {
-            request.quantity = parse_in_range(first.bytes(), "quantity", 0, MAX_QUANTITY)?;
-            options = tail;
+    let mut rest = args;
+    if let Some((first, tail)) = args.split_first() {
+        if !first.first().is_some_and(u8::is_ascii_alphabetic) {
+            options.quantity = parse_in_range(first, "quantity", 0, MAX_QUANTITY)?;
+            rest = tail;
         }
     }
-    for token in options {
-        let token = token.bytes();
-        match flag(token) {
-            Some(Flag::Ms) => request.unit = TimeUnit::Millis,
-            Some(Flag::Peek) => request.peek = true,
-            None => {
-                return Err(CommandError::UnknownOption {
-                    token: printable(token),
-                })
-            }
-        }
-    }
-    for (p, token) in spec.iter().zip(positional) {
-        let bytes = token.bytes();
-        let value = if p.is_duration {
-            let per_unit = request.unit.micros_per_unit();
-            let max = p.max.min(MAX_PERIOD_MICROS) / per_unit;
-            parse_in_range(bytes, p.name, p.min, max)? * per_unit
+    for token in rest {
+        if token.eq_ignore_ascii_case(b"MS") {
+            options.unit = TimeUnit::Millis;
+        } else if token.eq_ignore_ascii_case(b"PEEK") {
+            options.peek = true;
         } else {
-            let max = p.cap.map_or(p.max, |cap| cap().min(p.max));
-            parse_in_range(bytes, p.name, p.min, max)?
-        };
-        request.numbers.push(value);
+            return Err(CommandError::UnknownOption {
+                token: printable(token),
+            });
+        }
     }
-    Ok(request)
+    Ok(options)
+}
+
+/// The `N` parameters in `tokens` (exactly `N` of them), durations in `unit`.
+#[inline(always)]
+pub fn params<const N: usize>(
+    command: &'static str,
+    spec: &[Param; N],
+    tokens: &[&[u8]],
+    unit: TimeUnit,
+) -> Result<[u64; N], CommandError> {
+    if tokens.len() != N {
+        return Err(CommandError::WrongArity { command });
+    }
+    let mut values = [0u64; N];
+    for ((value, param), token) in values.iter_mut().zip(spec).zip(tokens) {
+        *value = param.parse(token, unit)?;
+    }
+    Ok(values)
+}
+
+/// `params... [quantity] [MS] [PEEK]`, the arguments after the key.
+#[inline(always)]
+pub fn parse<const N: usize>(
+    command: &'static str,
+    spec: &[Param; N],
+    args: &[&[u8]],
+) -> Result<([u64; N], Options), CommandError> {
+    if args.len() < N {
+        return Err(CommandError::WrongArity { command });
+    }
+    let (positional, rest) = args.split_at(N);
+    let options = options(rest)?;
+    Ok((params(command, spec, positional, options.unit)?, options))
 }
 
 #[cfg(test)]
@@ -245,6 +220,27 @@ mod tests {
         assert_eq!(parse_redis_int(b"1234567890123456789x"), None);
         assert_eq!(parse_redis_int(b"12/"), None);
         assert_eq!(parse_redis_int(b"12:"), None);
+    }
+
+    #[test]
+    fn the_short_number_fast_path_agrees_with_the_general_parser() {
+        let mut inputs: Vec<String> = ["0", "-0", "00", "01", "1", "-1", "+1", "1x", "x1", "", " 1", "1 "]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        for k in 0..20 {
+            let p = 10u128.pow(k);
+            for v in [p - 1, p, p + 1, 9 * p + (p - 1)] {
+                inputs.push(v.to_string());
+                inputs.push(format!("{v}0"));
+                inputs.push(format!("{v}:"));
+            }
+        }
+        for input in inputs {
+            let general = parse_redis_int(input.as_bytes()).and_then(|v| u64::try_from(v).ok());
+            let ours = parse_in_range(input.as_bytes(), "n", 0, u64::MAX).ok();
+            assert_eq!(ours, general, "{input:?}");
+        }
     }
 
     #[test]
@@ -278,56 +274,36 @@ mod tests {
         }
     }
 
-    const SPEC: [Positional; 2] = [
-        Positional {
-            name: "limit",
-            min: 1,
-            max: MAX_LIMIT,
-            cap: None,
-            is_duration: false,
-        },
-        Positional {
-            name: "window",
-            min: 1,
-            max: MAX_PERIOD_MICROS,
-            cap: None,
-            is_duration: true,
-        },
-    ];
+    const SPEC: [Param; 2] = [number("limit", 1, MAX_LIMIT), duration("window")];
 
-    fn p(args: &[&str]) -> Result<Request, CommandError> {
+    fn p(args: &[&str]) -> Result<([u64; 2], Options), CommandError> {
         let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-        parse("rl.fixed", &SPEC, &bytes)
+        parse("rl.test", &SPEC, &bytes)
     }
 
     #[test]
     fn quantity_and_options_in_any_order() {
-        let r = p(&["10", "60"]).unwrap();
+        let opts = |quantity, unit, peek| Options { quantity, unit, peek };
         assert_eq!(
-            (r.numbers.to_vec(), r.quantity, r.unit, r.peek),
-            (vec![10, 60_000_000], 1, TimeUnit::Seconds, false)
+            p(&["10", "60"]),
+            Ok(([10, 60_000_000], opts(1, TimeUnit::Seconds, false)))
         );
-        let r = p(&["10", "60", "3", "peek", "Ms"]).unwrap();
         assert_eq!(
-            (r.numbers.to_vec(), r.quantity, r.unit, r.peek),
-            (vec![10, 60_000], 3, TimeUnit::Millis, true)
+            p(&["10", "60", "3", "peek", "Ms"]),
+            Ok(([10, 60_000], opts(3, TimeUnit::Millis, true)))
         );
-        let r = p(&["10", "60", "MS", "PEEK", "ms"]).unwrap();
-        assert_eq!((r.quantity, r.unit, r.peek), (1, TimeUnit::Millis, true));
-        assert_eq!(p(&["10", "60", "0"]).unwrap().quantity, 0);
+        assert_eq!(
+            p(&["10", "60", "MS", "PEEK", "ms"]),
+            Ok(([10, 60_000], opts(1, TimeUnit::Millis, true)))
+        );
+        assert_eq!(p(&["10", "60", "0"]).unwrap().1.quantity, 0);
     }
 
     #[test]
     fn a_run_time_cap_lowers_the_bound() {
-        const CAPPED: [Positional; 1] = [Positional {
-            name: "limit",
-            min: 1,
-            max: MAX_LIMIT,
-            cap: Some(|| 100),
-            is_duration: false,
-        }];
-        let parse_limit = |v: &str| parse("rl.sliding_log", &CAPPED, &[v.as_bytes()]);
-        assert_eq!(parse_limit("100").unwrap().numbers.to_vec(), vec![100]);
+        const CAPPED: [Param; 1] = [capped(number("limit", 1, MAX_LIMIT), || 100)];
+        let parse_limit = |v: &str| parse("rl.test", &CAPPED, &[v.as_bytes()]);
+        assert_eq!(parse_limit("100").unwrap().0, [100]);
         assert_eq!(
             parse_limit("101"),
             Err(CommandError::BadNumber {
@@ -339,8 +315,21 @@ mod tests {
     }
 
     #[test]
+    fn exactly_n_parameters() {
+        let tokens: [&[u8]; 3] = [b"1", b"2", b"3"];
+        assert_eq!(
+            params("rl.test", &SPEC, &tokens, TimeUnit::Seconds),
+            Err(CommandError::WrongArity { command: "rl.test" })
+        );
+        assert_eq!(
+            params("rl.test", &SPEC, &tokens[..2], TimeUnit::Millis),
+            Ok([1, 2_000])
+        );
+    }
+
+    #[test]
     fn errors_name_the_argument() {
-        assert_eq!(p(&["10"]), Err(CommandError::WrongArity { command: "rl.fixed" }));
+        assert_eq!(p(&["10"]), Err(CommandError::WrongArity { command: "rl.test" }));
         assert_eq!(
             p(&["0", "60"]),
             Err(CommandError::BadNumber {

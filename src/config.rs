@@ -1,7 +1,7 @@
 //! Module settings: `CONFIG GET/SET ratelimit.<name>`, or `loadmodule` arguments.
 
+use crate::decimal;
 use crate::error::printable;
-use crate::storage::parse_canonical_decimal;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 /// Default of `ratelimit.sliding_log_max_limit`.
@@ -51,7 +51,7 @@ pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
             return Err(format!("module argument '{}' is given twice", NAMES[index]));
         }
         let valid = match index {
-            0 => parse_canonical_decimal(value)
+            0 => decimal::parse_canonical(value)
                 .is_some_and(|n| (1..=SLIDING_LOG_MAX_LIMIT_MAX as u128).contains(&n)),
             _ => value == b"yes" || value == b"no",
         };

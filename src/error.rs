@@ -3,7 +3,8 @@
 
 use std::fmt;
 
-/// Why a command could not run. Nothing has been changed when one is returned.
+/// Why a command could not run. Nothing has been changed when one is
+/// returned: every error is found before a command's first write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommandError {
     /// Fewer arguments than the grammar needs.
@@ -13,13 +14,19 @@ pub enum CommandError {
     /// A token where an option was expected that is not one.
     UnknownOption { token: String },
     /// An option given to a command that takes none (`CL.THROTTLE`).
-    NoOptions { command: &'static str, token: String },
+    /// `instead`: the command that takes them.
+    NoOptions {
+        command: &'static str,
+        token: String,
+        instead: &'static str,
+    },
     /// The key holds another Redis type.
     WrongType,
-    /// The key holds the right type but not a valid state for this command.
+    /// The key holds the right type but not a valid state for this
+    /// command's algorithm (`command`: the algorithm's own command).
     CorruptState {
         key: String,
-        algorithm: &'static str,
+        command: &'static str,
         problem: &'static str,
     },
     /// A write the server refused (e.g. out of memory).
@@ -43,10 +50,15 @@ impl fmt::Display for CommandError {
                     "ERR syntax error: unknown option '{token}' (expected MS or PEEK)"
                 )
             }
-            CommandError::NoOptions { command, token } => {
+            CommandError::NoOptions {
+                command,
+                token,
+                instead,
+            } => {
                 write!(
                     f,
-                    "ERR syntax error: '{command}' takes no options, got '{token}' (RL.GCRA takes MS and PEEK)"
+                    "ERR syntax error: '{command}' takes no options, got '{token}' ({} takes MS and PEEK)",
+                    instead.to_ascii_uppercase()
                 )
             }
             CommandError::WrongType => {
@@ -54,12 +66,13 @@ impl fmt::Display for CommandError {
             }
             CommandError::CorruptState {
                 key,
-                algorithm,
+                command,
                 problem,
             } => {
                 write!(
                     f,
-                    "ERR key '{key}' does not hold a valid {algorithm} state: {problem}"
+                    "ERR key '{key}' does not hold a valid {} state: {problem}",
+                    command.to_ascii_uppercase()
                 )
             }
             CommandError::Storage { detail } => write!(f, "ERR could not store the limiter state: {detail}"),

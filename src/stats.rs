@@ -1,69 +1,65 @@
-//! Counters for `INFO ratelimit`: per command, calls, allowed, refused and
-//! errors; and the sliding-log entries written.
+//! Counters for `INFO ratelimit`: every command counts its calls and how
+//! they ended; some count more (units refunded, log entries written, ...).
+//! Each command's counters live in its registry row.
 
-use redis_module::InfoContext;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-pub struct CommandStats {
-    name: &'static str,
-    calls: AtomicU64,
-    allowed: AtomicU64,
-    refused: AtomicU64,
-    errors: AtomicU64,
+/// A counter every row has a slot for; a row reports those it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    Calls,
+    Allowed,
+    Refused,
+    Errors,
+    /// Instants appended to sliding logs (one per allowed unit).
+    EntriesWritten,
 }
 
-impl CommandStats {
-    const fn new(name: &'static str) -> Self {
-        CommandStats {
-            name,
-            calls: AtomicU64::new(0),
-            allowed: AtomicU64::new(0),
-            refused: AtomicU64::new(0),
-            errors: AtomicU64::new(0),
-        }
-    }
+const FIELDS: usize = 5;
 
-    /// Count one call: `Some(blocked)` when it replied, `None` on an error.
-    pub fn record(&self, blocked: Option<bool>) {
-        self.calls.fetch_add(1, Relaxed);
-        match blocked {
-            Some(false) => &self.allowed,
-            Some(true) => &self.refused,
-            None => &self.errors,
-        }
-        .fetch_add(1, Relaxed);
-    }
+pub struct Stats {
+    /// The fields reported, each with its name in `INFO` (after the row's
+    /// prefix).
+    names: &'static [(Field, &'static str)],
+    values: [AtomicU64; FIELDS],
 }
 
-pub static GCRA: CommandStats = CommandStats::new("gcra");
-pub static TOKEN_BUCKET: CommandStats = CommandStats::new("token_bucket");
-pub static FIXED: CommandStats = CommandStats::new("fixed");
-pub static SLIDING_LOG: CommandStats = CommandStats::new("sliding_log");
-pub static SLIDING_COUNTER: CommandStats = CommandStats::new("sliding_counter");
-pub static CL_THROTTLE: CommandStats = CommandStats::new("cl_throttle");
-
-/// Instants appended to sliding logs (one per allowed unit).
-pub static SLIDING_LOG_ENTRIES: AtomicU64 = AtomicU64::new(0);
-
-const ALL: [&CommandStats; 6] = [
-    &GCRA,
-    &TOKEN_BUCKET,
-    &FIXED,
-    &SLIDING_LOG,
-    &SLIDING_COUNTER,
-    &CL_THROTTLE,
+/// The four fields of every command.
+pub const CALLS: [(Field, &str); 4] = [
+    (Field::Calls, "calls"),
+    (Field::Allowed, "allowed"),
+    (Field::Refused, "refused"),
+    (Field::Errors, "errors"),
 ];
 
-/// The `ratelimit` section of `INFO` (and `INFO modules`, `INFO ratelimit`).
-#[allow(deprecated)] // the builder API cannot name the section after the module alone
-pub fn report(ctx: &InfoContext) {
-    ctx.add_info_section(None);
-    let as_i64 = |v: &AtomicU64| i64::try_from(v.load(Relaxed)).unwrap_or(i64::MAX);
-    for s in ALL {
-        ctx.add_info_field_long_long(&format!("{}_calls", s.name), as_i64(&s.calls));
-        ctx.add_info_field_long_long(&format!("{}_allowed", s.name), as_i64(&s.allowed));
-        ctx.add_info_field_long_long(&format!("{}_refused", s.name), as_i64(&s.refused));
-        ctx.add_info_field_long_long(&format!("{}_errors", s.name), as_i64(&s.errors));
+impl Stats {
+    pub const fn new(names: &'static [(Field, &'static str)]) -> Stats {
+        Stats {
+            names,
+            values: [const { AtomicU64::new(0) }; FIELDS],
+        }
     }
-    ctx.add_info_field_long_long("sliding_log_entries_written", as_i64(&SLIDING_LOG_ENTRIES));
+
+    pub fn add(&self, field: Field, n: u64) {
+        self.values[field as usize].fetch_add(n, Relaxed);
+    }
+
+    /// Count one call: `Some(blocked)` when it replied with a decision,
+    /// `None` on an error; a reply without a decision counts as a call only.
+    pub fn record(&self, outcome: Result<Option<bool>, ()>) {
+        self.add(Field::Calls, 1);
+        match outcome {
+            Ok(Some(false)) => self.add(Field::Allowed, 1),
+            Ok(Some(true)) => self.add(Field::Refused, 1),
+            Ok(None) => {}
+            Err(()) => self.add(Field::Errors, 1),
+        }
+    }
+
+    /// Each reported field as (name, value).
+    pub fn fields(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        self.names
+            .iter()
+            .map(|&(field, name)| (name, self.values[field as usize].load(Relaxed)))
+    }
 }

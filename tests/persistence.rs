@@ -191,7 +191,11 @@ fn a_promoted_replica_continues_every_limiter() {
             // Blocked, limit and remaining exactly; the two times were read
             // a fraction of a millisecond apart, and are rounded up to the
             // reply's unit, so they agree to within one unit.
-            assert_eq!(old[..3], new[..3], "{call:?}: {old:?} on the old master, {new:?} on the new");
+            assert_eq!(
+                old[..3],
+                new[..3],
+                "{call:?}: {old:?} on the old master, {new:?} on the new"
+            );
             for field in [3, 4] {
                 assert!((old[field] - new[field]).abs() <= 1, "{call:?}: {old:?} {new:?}");
             }

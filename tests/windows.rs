@@ -444,10 +444,17 @@ fn memory_per_limiter() {
     match kind.memory() {
         Some(expected) => assert_eq!(
             (fixed, counter, log),
-            (expected.fixed, expected.sliding_counter, expected.sliding_log_1000)
+            (
+                expected.fixed,
+                expected.sliding_counter,
+                expected.sliding_log_1000
+            )
         ),
         // A server not measured here: the largest figures of those that are.
-        None => assert!(fixed <= 88 && counter <= 88 && log <= 8_300, "{fixed} {counter} {log}"),
+        None => assert!(
+            fixed <= 88 && counter <= 88 && log <= 8_300,
+            "{fixed} {counter} {log}"
+        ),
     }
 }
 

@@ -7,7 +7,7 @@ use crate::bounds::{MAX_BURST, MAX_LIMIT, MAX_PERIOD_MICROS};
 use crate::decision::{Decision, RetryAfter};
 use crate::error::{in_range, ParamError};
 use crate::limiter::{Limiter, Outcome, Update};
-use crate::time::{div_ceil, gcd, rescale, Instant, Micros, Round};
+use crate::time::{div, div_ceil, gcd, rescale, Instant, Micros, Round};
 
 /// Validated GCRA parameters.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -16,8 +16,9 @@ pub struct Gcra {
     limit: u64,
     /// Ticks per microsecond.
     per_micro: u64,
-    /// The emission interval `T = period / count`, in ticks.
-    emission_interval: u128,
+    /// The emission interval `T = period / count`, in ticks (at most the
+    /// period in microseconds, 10^15).
+    emission_interval: u64,
 }
 
 /// The theoretical arrival time, an exact rational instant:
@@ -78,13 +79,13 @@ impl Gcra {
         Ok(Gcra {
             limit: max_burst + 1,
             per_micro: count / g,
-            emission_interval: u128::from(period / g),
+            emission_interval: period / g,
         })
     }
 
     /// The delay variation tolerance `tau = T * (max_burst + 1)`, in ticks.
     fn tolerance(&self) -> u128 {
-        self.emission_interval * u128::from(self.limit)
+        u128::from(self.emission_interval) * u128::from(self.limit)
     }
 
     fn micros(&self, ticks: u128) -> Micros {
@@ -107,7 +108,7 @@ impl Limiter for Gcra {
         // A TAT later than this refuses every request.
         let horizon = now_t + self.tolerance();
         let remaining_at = |tat: u128| {
-            let free = horizon.saturating_sub(tat) / self.emission_interval;
+            let free = div(horizon.saturating_sub(tat), self.emission_interval);
             u64::try_from(free).unwrap_or(u64::MAX).min(self.limit)
         };
         let mut decision = Decision {
@@ -121,7 +122,7 @@ impl Limiter for Gcra {
             return done;
         }
         // At most 2^80 * 10^9 + 10^24 ticks: no overflow.
-        let new_tat = tat + u128::from(quantity) * self.emission_interval;
+        let new_tat = tat + u128::from(quantity) * u128::from(self.emission_interval);
         if new_tat > horizon {
             decision.blocked = true;
             decision.retry_after = RetryAfter::After(self.micros(new_tat - horizon));

@@ -5,13 +5,11 @@
 //! around as a ring of exactly `limit` slots: 8 bytes per logged unit. An
 //! allowed request of `q` units rewrites only the `8*q` bytes it changes (and
 //! the 4-byte header when the ring turns), in place, and replicates exactly
-//! those bytes as `SETRANGE` commands plus a `PEXPIREAT`: replication traffic
-//! is O(q) whatever the limit. A log short enough to be replicated whole in
-//! fewer bytes is sent as one `SET .. PXAT` (see [`Store::patch`]).
+//! those bytes: replication traffic is O(q) whatever the limit (see
+//! [`Write::Patch`]).
 
-use super::store::Store;
-use super::{Bytes, ChangeOf, Codec, StateOf};
-use crate::error::CommandError;
+use super::{ChangeOf, Codec, StateOf};
+use crate::store::{Bytes, Patches, Write};
 use rl_core::sliding_log::ENTRY_BYTES;
 use rl_core::{Append, LogView, SlidingLog};
 
@@ -19,46 +17,6 @@ pub struct SlidingLogCodec;
 
 const TAG: u8 = b'L';
 const HEADER: usize = 5;
-
-/// How an allowed request changes the stored log. It lives on the stack for
-/// one call: both variants stay unboxed, so neither allocates.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, PartialEq, Eq)]
-pub enum LogPlan {
-    /// Write this whole value (a new log, or one rebuilt after the limit
-    /// changed).
-    Replace(Bytes),
-    /// Grow the value to `new_len` bytes and overwrite these byte ranges;
-    /// `compact` when the log just reached its full size.
-    Patch {
-        new_len: usize,
-        patches: Patches,
-        compact: bool,
-    },
-}
-
-/// At most three (offset, bytes) ranges: entries at the end, entries wrapped
-/// to the front, the header.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Patches {
-    items: [(usize, Bytes); 3],
-    len: usize,
-}
-
-impl Patches {
-    fn push(&mut self, offset: usize, bytes: Bytes) {
-        if let Some(item) = self.items.get_mut(self.len) {
-            *item = (offset, bytes);
-            self.len += 1;
-        }
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (usize, &[u8])> + Clone {
-        self.items[..self.len]
-            .iter()
-            .map(|(offset, bytes)| (*offset, bytes.as_slice()))
-    }
-}
 
 fn header(oldest: usize) -> [u8; HEADER] {
     let oldest = u32::try_from(oldest).unwrap_or(u32::MAX).to_le_bytes();
@@ -106,10 +64,43 @@ fn rebuild(log: Option<&LogView<'_>>, append: &Append, keep: usize) -> Bytes {
     value
 }
 
+/// Patch `log` in place for `append`: `None` when it must be rebuilt (a new
+/// log, or the limit changed since it was written).
+fn patch(log: &LogView<'_>, append: &Append, keep: usize, expire_at_ms: u64) -> Option<Write> {
+    let q = usize::try_from(append.count).ok()?;
+    let at = append.at.as_micros();
+    let (n, oldest) = (log.len(), log.oldest_slot());
+    if n > keep || (n < keep && oldest != 0) || q > keep {
+        return None;
+    }
+    let mut patches = Patches::default();
+    let (new_len, compact, planned) = if n < keep {
+        // Still growing: append, and wrap to the front for the rest.
+        let grow = q.min(keep - n);
+        let rest = q - grow;
+        let planned = patches.push(slot(n), entries(at, grow))
+            && (rest == 0
+                || (patches.push(slot(0), entries(at, rest))
+                    && patches.push(0, Bytes::from(&header(rest % keep)[..]))));
+        (slot(n + grow), n + grow == keep, planned)
+    } else {
+        // A full ring: overwrite the q oldest slots.
+        let first = q.min(n - oldest);
+        let planned = patches.push(slot(oldest), entries(at, first))
+            && (q == first || patches.push(slot(0), entries(at, q - first)))
+            && patches.push(0, Bytes::from(&header((oldest + q) % n)[..]));
+        (slot(n), false, planned)
+    };
+    (planned && patches.fit(new_len)).then_some(Write::Patch {
+        new_len,
+        patches,
+        compact,
+        expire_at_ms,
+    })
+}
+
 impl Codec for SlidingLogCodec {
     type Limiter = SlidingLog;
-    type Plan = LogPlan;
-    const ALGORITHM: &'static str = "RL.SLIDING_LOG";
 
     fn decode(bytes: &[u8]) -> Result<LogView<'_>, &'static str> {
         const SHAPE: &str = "expected 'L', a 4-byte ring position and 8-byte instants";
@@ -122,61 +113,19 @@ impl Codec for SlidingLogCodec {
         LogView::new(&bytes[HEADER..], oldest).ok_or("ring position or order of instants out of range")
     }
 
-    fn plan(state: Option<&StateOf<'_, Self>>, append: &ChangeOf<Self>) -> LogPlan {
+    fn plan(state: Option<&StateOf<'_, Self>>, append: &ChangeOf<Self>, expire_at_ms: u64) -> Write {
         let keep = usize::try_from(append.keep).unwrap_or(usize::MAX);
-        let q = usize::try_from(append.count).unwrap_or(usize::MAX);
-        let at = append.at.as_micros();
-        let Some(log) = state else {
-            return LogPlan::Replace(rebuild(None, append, keep));
-        };
-        let (n, oldest) = (log.len(), log.oldest_slot());
-        if n > keep || (n < keep && oldest != 0) || q > keep {
-            // The limit changed since the log was written.
-            return LogPlan::Replace(rebuild(Some(log), append, keep));
-        }
-        let mut patches = Patches::default();
-        if n < keep {
-            // Still growing: append, and wrap to the front for the rest.
-            let grow = q.min(keep - n);
-            patches.push(slot(n), entries(at, grow));
-            let rest = q - grow;
-            if rest > 0 {
-                patches.push(slot(0), entries(at, rest));
-                patches.push(0, Bytes::from(&header(rest % keep)[..]));
-            }
-            return LogPlan::Patch {
-                new_len: slot(n + grow),
-                patches,
-                compact: n + grow == keep,
-            };
-        }
-        // A full ring: overwrite the q oldest slots.
-        let first = q.min(n - oldest);
-        patches.push(slot(oldest), entries(at, first));
-        if q > first {
-            patches.push(slot(0), entries(at, q - first));
-        }
-        patches.push(0, Bytes::from(&header((oldest + q) % n)[..]));
-        LogPlan::Patch {
-            new_len: slot(n),
-            patches,
-            compact: false,
-        }
+        state
+            .and_then(|log| patch(log, append, keep, expire_at_ms))
+            .unwrap_or_else(|| Write::Set {
+                value: rebuild(state, append, keep),
+                expire_at_ms,
+                share: false,
+            })
     }
 
     fn entries_logged(append: &Append) -> u64 {
         append.count
-    }
-
-    fn write(store: &mut Store, plan: LogPlan, expire_at_ms: u64) -> Result<(), CommandError> {
-        match plan {
-            LogPlan::Replace(value) => store.write(value.as_slice(), expire_at_ms, false),
-            LogPlan::Patch {
-                new_len,
-                patches,
-                compact,
-            } => store.patch(new_len, patches.iter(), compact, expire_at_ms),
-        }
     }
 }
 
@@ -193,11 +142,11 @@ mod tests {
         }
     }
 
-    /// Apply a plan to a plain byte vector, as the store does in Redis.
-    fn apply(value: &mut Vec<u8>, plan: LogPlan) {
-        match plan {
-            LogPlan::Replace(v) => *value = v.as_slice().to_vec(),
-            LogPlan::Patch { new_len, patches, .. } => {
+    /// Apply a write to a plain byte vector, as the server does.
+    fn apply(value: &mut Vec<u8>, write: Write) {
+        match write {
+            Write::Set { value: v, .. } => *value = v.as_slice().to_vec(),
+            Write::Patch { new_len, patches, .. } => {
                 value.resize(new_len.max(value.len()), 0);
                 for (offset, bytes) in patches.iter() {
                     value[offset..offset + bytes.len()].copy_from_slice(bytes);
@@ -212,12 +161,12 @@ mod tests {
     }
 
     fn step(value: &mut Vec<u8>, a: Append) {
-        let plan = if value.is_empty() {
-            SlidingLogCodec::plan(None, &a)
+        let write = if value.is_empty() {
+            SlidingLogCodec::plan(None, &a, 0)
         } else {
-            SlidingLogCodec::plan(Some(&SlidingLogCodec::decode(value).unwrap()), &a)
+            SlidingLogCodec::plan(Some(&SlidingLogCodec::decode(value).unwrap()), &a, 0)
         };
-        apply(value, plan);
+        apply(value, write);
     }
 
     #[test]
@@ -242,7 +191,7 @@ mod tests {
         let mut v = Vec::new();
         step(&mut v, append(1, 1000, 1000));
         let log = SlidingLogCodec::decode(&v).unwrap();
-        let LogPlan::Patch { patches, compact, .. } = SlidingLogCodec::plan(Some(&log), &append(2, 3, 1000))
+        let Write::Patch { patches, compact, .. } = SlidingLogCodec::plan(Some(&log), &append(2, 3, 1000), 0)
         else {
             panic!("expected a patch");
         };

@@ -15,7 +15,7 @@
 //! Commands run on the server's main thread, one at a time; the atomics only
 //! make the statics shareable, they are never contended.
 
-use super::{push_decimal, Encoded};
+use crate::decimal;
 use redis_module::raw;
 use std::ffi::c_void;
 use std::os::raw::{c_char, c_int, c_longlong};
@@ -122,9 +122,8 @@ pub fn pxat() -> *mut raw::RedisModuleString {
 pub fn expiry(expire_at_ms: c_longlong) -> *mut raw::RedisModuleString {
     let at = expire_at_ms.max(0).unsigned_abs();
     EXPIRY.get([at], || {
-        let mut digits = Encoded::new();
-        push_decimal(&mut digits, u128::from(at));
-        create(digits.as_slice())
+        let mut digits = decimal::Digits::default();
+        create(decimal::format_u64(at, &mut digits))
     })
 }
 

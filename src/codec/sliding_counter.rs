@@ -1,9 +1,9 @@
 //! Sliding-counter state as a 16-byte string: the tag `C`, the current
 //! window start (µs, 7 bytes), the previous and the current window's counts
-//! (4 bytes each), little-endian. 88 bytes per limiter in `MEMORY USAGE` on
-//! Redis 7.
+//! (4 bytes each), little-endian.
 
-use super::{Encoded, Fields, ValueCodec};
+use super::{Fields, Fill, ValueCodec};
+use crate::store::Bytes;
 use rl_core::{SlidingCounter, WindowPair};
 
 pub struct SlidingCounterCodec;
@@ -14,7 +14,6 @@ const LEN: usize = 16;
 impl ValueCodec for SlidingCounterCodec {
     type Value = WindowPair;
     type Limiter = SlidingCounter;
-    const ALGORITHM: &'static str = "RL.SLIDING_COUNTER";
     const SHARE_NEW: bool = true;
 
     fn decode(bytes: &[u8]) -> Result<WindowPair, &'static str> {
@@ -25,13 +24,12 @@ impl ValueCodec for SlidingCounterCodec {
         WindowPair::new(start, previous, current).ok_or("count out of range")
     }
 
-    fn encode(p: &WindowPair) -> Encoded {
-        let mut out = Encoded::new();
-        out.push(&[TAG]);
-        out.push_le(u128::from(p.start()), 7);
-        out.push_le(u128::from(p.previous()), 4);
-        out.push_le(u128::from(p.current()), 4);
-        out
+    fn encode(p: &WindowPair) -> Bytes {
+        Fill::<LEN>::tagged(TAG)
+            .put(u128::from(p.start()), 7)
+            .put(u128::from(p.previous()), 4)
+            .put(u128::from(p.current()), 4)
+            .done()
     }
 }
 

@@ -1,8 +1,8 @@
 //! Fixed-window state as a 12-byte string: the tag `F`, the window start (µs,
-//! 7 bytes), the units allowed in it (4 bytes), little-endian. 72 bytes per
-//! limiter in `MEMORY USAGE` on Redis 7.
+//! 7 bytes), the units allowed in it (4 bytes), little-endian.
 
-use super::{Encoded, Fields, ValueCodec};
+use super::{Fields, Fill, ValueCodec};
+use crate::store::Bytes;
 use rl_core::{FixedWindow, WindowCount};
 
 pub struct FixedWindowCodec;
@@ -13,7 +13,6 @@ const LEN: usize = 12;
 impl ValueCodec for FixedWindowCodec {
     type Value = WindowCount;
     type Limiter = FixedWindow;
-    const ALGORITHM: &'static str = "RL.FIXED";
     const SHARE_NEW: bool = true;
 
     fn decode(bytes: &[u8]) -> Result<WindowCount, &'static str> {
@@ -23,12 +22,11 @@ impl ValueCodec for FixedWindowCodec {
         WindowCount::new(start, count).ok_or("count out of range")
     }
 
-    fn encode(w: &WindowCount) -> Encoded {
-        let mut out = Encoded::new();
-        out.push(&[TAG]);
-        out.push_le(u128::from(w.start()), 7);
-        out.push_le(u128::from(w.count()), 4);
-        out
+    fn encode(w: &WindowCount) -> Bytes {
+        Fill::<LEN>::tagged(TAG)
+            .put(u128::from(w.start()), 7)
+            .put(u128::from(w.count()), 4)
+            .done()
     }
 }
 

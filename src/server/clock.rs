@@ -1,22 +1,23 @@
 //! The one place that reads server time.
 
-use redis_module::raw;
+use super::api::Api;
 use rl_core::Instant;
 use std::os::raw::{c_int, c_long};
 
 /// The server's current time in microseconds.
 ///
 /// `RedisModule_CachedMicroseconds` (Redis 7.2+, Valkey) gives one instant per
-/// command, script or transaction, as Redis's own expiry logic sees it. Older
-/// servers lack it: then `RedisModule_Microseconds`, then the process clock.
-pub fn now() -> Instant {
-    // SAFETY: the API table is filled in by RedisModule_Init before any
-    // command runs; each entry is an Option checked before the call.
+/// command, script or transaction, as the server's own expiry logic sees it.
+/// Older servers lack it: then `RedisModule_Microseconds`, then the process
+/// clock.
+pub fn now(api: &Api) -> Instant {
+    // SAFETY: both are plain reads of the server's clock, callable from a
+    // command.
     let micros = unsafe {
-        if let Some(cached) = raw::RedisModule_CachedMicroseconds {
-            Some(cached())
-        } else {
-            raw::RedisModule_Microseconds.map(|f| f())
+        match (api.cached_microseconds, api.microseconds) {
+            (Some(cached), _) => Some(cached()),
+            (None, Some(micros)) => Some(micros()),
+            (None, None) => None,
         }
     };
     match micros {

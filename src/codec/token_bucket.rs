@@ -1,9 +1,10 @@
 //! Token-bucket state as a 28-byte string: the tag `T`, updated_at (µs,
 //! 8 bytes), grains per token (7 bytes), level in grains (12 bytes), all
 //! little-endian. 28 bytes keeps the value in Redis 7's 48-byte allocation
-//! class: at most 88 bytes per limiter in `MEMORY USAGE`.
+//! class.
 
-use super::{Encoded, Fields, ValueCodec};
+use super::{Fields, Fill, ValueCodec};
+use crate::store::Bytes;
 use rl_core::{Instant, TokenBucket, Tokens};
 
 pub struct TokenBucketCodec;
@@ -14,7 +15,6 @@ const LEN: usize = 28;
 impl ValueCodec for TokenBucketCodec {
     type Value = Tokens;
     type Limiter = TokenBucket;
-    const ALGORITHM: &'static str = "RL.TOKEN_BUCKET";
 
     fn decode(bytes: &[u8]) -> Result<Tokens, &'static str> {
         let mut f = Fields::tagged(bytes, TAG, LEN).ok_or("expected 28 bytes starting with 'T'")?;
@@ -24,14 +24,13 @@ impl ValueCodec for TokenBucketCodec {
         Tokens::new(level, grains_per_token, updated_at).ok_or("token level or refill unit out of range")
     }
 
-    fn encode(tokens: &Tokens) -> Encoded {
-        let mut out = Encoded::new();
-        out.push(&[TAG]);
-        out.push_le(u128::from(tokens.updated_at().as_micros()), 8);
-        // At most 10^15 < 2^56, and the level at most 10^24 < 2^96.
-        out.push_le(u128::from(tokens.grains_per_token()), 7);
-        out.push_le(tokens.level(), 12);
-        out
+    fn encode(tokens: &Tokens) -> Bytes {
+        // Grains per token at most 10^15 < 2^56, the level at most 10^24 < 2^96.
+        Fill::<LEN>::tagged(TAG)
+            .put(u128::from(tokens.updated_at().as_micros()), 8)
+            .put(u128::from(tokens.grains_per_token()), 7)
+            .put(tokens.level(), 12)
+            .done()
     }
 }
 

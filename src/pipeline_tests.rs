@@ -1,0 +1,278 @@
+//! The rate pipeline on in-memory keys at exact instants: what it answers,
+//! what it stores and replicates, and that an error changes nothing.
+
+use crate::error::CommandError;
+use crate::memory::{Memory, Value};
+use crate::registry;
+use crate::reply::Reply;
+use rl_core::Instant;
+
+/// A second boundary well inside the 56-bit window starts (November 2025).
+const T0: u64 = 1_763_700_000_000_000;
+const SEC: u64 = 1_000_000;
+
+/// Run a registered rate command at `now` (µs).
+fn call(memory: &mut Memory, now: u64, args: &[&str]) -> Result<Reply, CommandError> {
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    memory.command(&args);
+    let (row, rate) = registry::rates()
+        .find(|(row, _)| row.name.as_bytes().eq_ignore_ascii_case(args[0]))
+        .expect("a rate command");
+    rate.in_memory(row, &args, Instant::from_micros(now), memory)
+}
+
+fn five(memory: &mut Memory, now: u64, args: &[&str]) -> [i64; 5] {
+    match call(memory, now, args) {
+        Ok(Reply::Five(fields)) => fields,
+        other => panic!("{args:?}: {other:?}"),
+    }
+}
+
+/// One call of each rate command on the key `k`.
+const EVERY_COMMAND: [&[&str]; 5] = [
+    &["RL.GCRA", "k", "4", "1", "60"],
+    &["RL.TOKEN_BUCKET", "k", "5", "1", "60"],
+    &["RL.FIXED", "k", "5", "60"],
+    &["RL.SLIDING_LOG", "k", "5", "60"],
+    &["RL.SLIDING_COUNTER", "k", "5", "60"],
+];
+
+#[test]
+fn gcra_answers_as_redis_cell_documents() {
+    // redis-cell's README: 15 30 60 is 16 at once, then one every 2 s.
+    let mut m = Memory::default();
+    let gcra = ["RL.GCRA", "user123", "15", "30", "60"];
+    assert_eq!(five(&mut m, T0, &gcra), [0, 16, 15, -1, 2]);
+    assert_eq!(five(&mut m, T0, &gcra), [0, 16, 14, -1, 4]);
+    let ten = ["RL.GCRA", "user123", "15", "30", "60", "10"];
+    assert_eq!(five(&mut m, T0, &ten), [0, 16, 4, -1, 24]);
+    assert_eq!(five(&mut m, T0, &ten), [1, 16, 4, 12, 24]);
+    // 12 s later exactly, the same request passes.
+    assert_eq!(five(&mut m, T0 + 12 * SEC, &ten), [0, 16, 0, -1, 32]);
+    // The state is the TAT, T0 + 44 s, in ticks of 1/840 µs, and the key
+    // expires then.
+    let entry = m.get(b"user123").unwrap();
+    let ticks = (T0 + 44 * SEC) * 840;
+    assert_eq!(
+        entry.value,
+        Value::String([&[b'G'][..], &ticks.to_le_bytes()].concat())
+    );
+    assert_eq!(entry.expire_at_ms, Some((T0 + 44 * SEC) / 1000));
+}
+
+#[test]
+fn peek_answers_as_the_call_would_and_changes_nothing() {
+    for args in EVERY_COMMAND {
+        let mut m = Memory::default();
+        five(&mut m, T0, args);
+        let before = m.get(b"k");
+        m.take_replicated();
+        let peek: Vec<&str> = args.iter().copied().chain(["2", "PEEK"]).collect();
+        let peeked = five(&mut m, T0 + SEC, &peek);
+        assert_eq!(m.get(b"k"), before, "{args:?}");
+        assert!(m.take_replicated().is_empty(), "{args:?}");
+        // A query (quantity 0) changes nothing either.
+        let query: Vec<&str> = args.iter().copied().chain(["0"]).collect();
+        five(&mut m, T0 + SEC, &query);
+        assert_eq!(m.get(b"k"), before, "{args:?}");
+        assert!(m.take_replicated().is_empty(), "{args:?}");
+        // The real call at the same instant answers what PEEK said.
+        let real: Vec<&str> = args.iter().copied().chain(["2"]).collect();
+        assert_eq!(five(&mut m, T0 + SEC, &real), peeked, "{args:?}");
+        assert_ne!(m.get(b"k"), before, "{args:?}");
+        assert_eq!(m.take_replicated().len(), 1, "{args:?}");
+    }
+}
+
+#[test]
+fn a_refusal_writes_nothing() {
+    for args in EVERY_COMMAND {
+        let mut m = Memory::default();
+        let all: Vec<&str> = args.iter().copied().chain(["5"]).collect();
+        assert_eq!(five(&mut m, T0, &all)[0], 0, "{args:?}");
+        let before = m.get(b"k");
+        m.take_replicated();
+        assert_eq!(five(&mut m, T0 + 1, args)[0], 1, "{args:?}");
+        assert_eq!(m.get(b"k"), before, "{args:?}");
+        assert!(m.take_replicated().is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn corrupt_states_and_other_types_are_errors_that_change_nothing() {
+    // Each algorithm's own state, and garbage, under every other algorithm.
+    let mut states = Vec::new();
+    for args in EVERY_COMMAND {
+        let mut m = Memory::default();
+        five(&mut m, T0, args);
+        states.push((args[0], m.get(b"k").unwrap().value));
+    }
+    states.push(("garbage", Value::String(b"hello".to_vec())));
+    states.push(("empty string", Value::String(Vec::new())));
+    for (written_by, value) in &states {
+        for args in EVERY_COMMAND {
+            if args[0] == *written_by {
+                continue;
+            }
+            let mut m = Memory::default();
+            m.set(b"k", value.clone(), Some(7));
+            let error = call(&mut m, T0, args).unwrap_err();
+            let CommandError::CorruptState { key, command, .. } = &error else {
+                panic!("{args:?} on {written_by}'s state: {error:?}");
+            };
+            assert_eq!((key.as_str(), *command), ("k", &*args[0].to_ascii_lowercase()));
+            assert!(
+                error
+                    .to_string()
+                    .starts_with(&format!("ERR key 'k' does not hold a valid {} state: ", args[0])),
+                "{error}"
+            );
+            assert_eq!(m.get(b"k").unwrap().value, *value);
+            assert_eq!(m.get(b"k").unwrap().expire_at_ms, Some(7));
+            assert!(m.take_replicated().is_empty());
+        }
+    }
+    for args in EVERY_COMMAND {
+        let mut m = Memory::default();
+        m.set(b"k", Value::Other, None);
+        assert_eq!(call(&mut m, T0, args), Err(CommandError::WrongType));
+        assert!(m.take_replicated().is_empty());
+    }
+}
+
+#[test]
+fn argument_errors_touch_nothing() {
+    let mut m = Memory::default();
+    m.set(b"k", Value::String(b"untouched".to_vec()), None);
+    for (args, expected) in [
+        (
+            &["RL.GCRA", "k", "1", "1"][..],
+            "ERR wrong number of arguments for 'rl.gcra' command",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "0", "1"],
+            "ERR count must be an integer from 1 to 1000000000",
+        ),
+        (
+            &["RL.FIXED", "k", "1", "1", "FAST"],
+            "ERR syntax error: unknown option 'FAST' (expected MS or PEEK)",
+        ),
+        (
+            &["RL.SLIDING_LOG", "k", "10001", "1"],
+            "ERR limit must be an integer from 1 to 10000",
+        ),
+        (
+            &["RL.TOKEN_BUCKET", "k", "1", "1", "1000000000001", "MS"],
+            "ERR refill_period must be an integer from 1 to 1000000000000",
+        ),
+    ] {
+        assert_eq!(call(&mut m, T0, args).unwrap_err().to_string(), expected);
+    }
+    assert_eq!(m.get(b"k").unwrap().value, Value::String(b"untouched".to_vec()));
+    assert!(m.take_replicated().is_empty());
+}
+
+#[test]
+fn a_sliding_log_replicates_only_what_changed() {
+    let mut m = Memory::default();
+    let log = ["RL.SLIDING_LOG", "log", "100", "60"];
+    // Up to 7 entries (64 bytes) the whole value, as one SET .. PXAT.
+    for i in 0..7 {
+        five(&mut m, T0 + i, &log);
+        let replicated = m.take_replicated();
+        assert_eq!(replicated.len(), 1);
+        assert!(replicated[0].starts_with("SET log L"), "{replicated:?}");
+    }
+    // Beyond, the new entry alone and the new expiry.
+    let now = T0 + 7;
+    five(&mut m, now, &log);
+    let Some(Value::String(value)) = m.get(b"log").map(|e| e.value) else {
+        panic!("no log");
+    };
+    assert_eq!(value.len(), 5 + 8 * 8);
+    assert_eq!(&value[5 + 7 * 8..], &now.to_le_bytes());
+    let expiry = (now + 60 * SEC).div_ceil(1000);
+    assert_eq!(
+        m.take_replicated(),
+        vec![
+            format!("SETRANGE log 61 {}", String::from_utf8_lossy(&now.to_le_bytes())),
+            format!("PEXPIREAT log {expiry}"),
+        ]
+    );
+}
+
+#[test]
+fn a_clock_that_steps_back_admits_nothing_extra() {
+    let mut m = Memory::default();
+    // GCRA keeps its TAT: a request judged at an earlier instant counts
+    // from the TAT, not from the earlier now.
+    let gcra = ["RL.GCRA", "g", "1", "1", "10"];
+    assert_eq!(five(&mut m, T0 + 100 * SEC, &gcra), [0, 2, 1, -1, 10]);
+    assert_eq!(five(&mut m, T0 + 50 * SEC, &gcra), [1, 2, 0, 50, 60]);
+    assert_eq!(five(&mut m, T0 + 100 * SEC, &gcra), [0, 2, 0, -1, 20]);
+    // The sliding log logs a unit no earlier than its newest entry.
+    let log = ["RL.SLIDING_LOG", "l", "2", "10"];
+    assert_eq!(five(&mut m, T0 + 100 * SEC, &log), [0, 2, 1, -1, 10]);
+    assert_eq!(five(&mut m, T0 + 90 * SEC, &log), [0, 2, 0, -1, 20]);
+    let Some(Value::String(value)) = m.get(b"l").map(|e| e.value) else {
+        panic!("no log");
+    };
+    assert_eq!(&value[5..], &[(T0 + 100 * SEC).to_le_bytes(); 2].concat()[..]);
+    // A fixed window written in a later window stays in force.
+    let fixed = ["RL.FIXED", "f", "1", "10"];
+    assert_eq!(five(&mut m, T0 + 100 * SEC, &fixed), [0, 1, 0, -1, 10]);
+    assert_eq!(five(&mut m, T0 + 95 * SEC, &fixed), [1, 1, 0, 15, 15]);
+}
+
+#[test]
+fn gcra_states_of_earlier_releases_are_read_and_rewritten() {
+    let mut m = Memory::default();
+    // The released plain form: the TAT, T0 + 10 s, in 1/840 µs ticks, as
+    // `SET` stored it; 1 per 10 s, bursts of 2.
+    let ticks = (T0 + 10 * SEC) * 840;
+    m.set(b"g", Value::String(ticks.to_string().into_bytes()), Some(0));
+    let gcra = ["RL.GCRA", "g", "1", "1", "10"];
+    assert_eq!(five(&mut m, T0, &gcra), [0, 2, 0, -1, 20]);
+    let new_ticks = (T0 + 20 * SEC) * 840;
+    assert_eq!(
+        m.get(b"g").unwrap().value,
+        Value::String([&[b'G'][..], &new_ticks.to_le_bytes()].concat())
+    );
+    // The released fraction form: 17 per second, the TAT 1/17 s ahead.
+    let units = T0 * 17 + 1_000_000;
+    m.set(b"h", Value::String(format!("{units}/17").into_bytes()), Some(0));
+    let h = ["RL.GCRA", "h", "0", "17", "1"];
+    assert_eq!(five(&mut m, T0, &[&h[..], &["PEEK"]].concat()), [1, 1, 0, 1, 1]);
+    let later = T0 + SEC / 17 + 1;
+    assert_eq!(five(&mut m, later, &h)[..3], [0, 1, 0]);
+    let Some(Value::String(value)) = m.get(b"h").map(|e| e.value) else {
+        panic!("no state");
+    };
+    assert_eq!((value[0], value.len()), (b'g', 19));
+}
+
+#[test]
+fn every_write_expires_when_the_limiter_is_rested() {
+    // One unit at T0 + 123 µs (T0 is on a minute boundary): rested 60 s
+    // later, but for the window algorithms, whose windows end on the
+    // boundaries (the sliding counter's unit weighs in the next window too).
+    let now = T0 + 123;
+    let rested = [
+        now + 60 * SEC,
+        now + 60 * SEC,
+        T0 + 60 * SEC,
+        now + 60 * SEC,
+        T0 + 120 * SEC,
+    ];
+    for (args, rested) in EVERY_COMMAND.iter().zip(rested) {
+        let mut m = Memory::default();
+        let reply = five(&mut m, now, args);
+        assert_eq!(reply[4], (rested - now).div_ceil(SEC) as i64, "{args:?}");
+        // Rounded up to the millisecond, never early.
+        assert_eq!(
+            m.get(b"k").unwrap().expire_at_ms,
+            Some(rested.div_ceil(1000)),
+            "{args:?}"
+        );
+    }
+}

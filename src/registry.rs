@@ -1,0 +1,249 @@
+//! The module's commands: one row each. Registration, `COMMAND DOCS`, ACL
+//! categories and `INFO` all iterate this table.
+//!
+//! A rate algorithm is one core file, one codec file and one row here.
+
+use crate::args::{duration, number};
+use crate::codec::{FixedWindowCodec, GcraCodec, SlidingCounterCodec, SlidingLogCodec, TokenBucketCodec};
+use crate::config;
+use crate::docs::{self, DocArg};
+use crate::error::{printable, CommandError};
+use crate::rate::{Algorithm, Rate};
+use crate::reply::Reply;
+use crate::server::ServerKeys;
+use crate::stats::{Field, Stats, CALLS};
+use rl_core::bounds::{MAX_BURST, MAX_LIMIT};
+use rl_core::{FixedWindow, Gcra, Instant, SlidingCounter, SlidingLog, TokenBucket};
+
+/// One command.
+pub struct Row {
+    /// Lower case, as `COMMAND` lists it.
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub complexity: &'static str,
+    /// `RedisModule_CreateCommand`'s flags.
+    pub flags: &'static str,
+    /// ACL categories, where the server lets modules set them.
+    pub categories: &'static str,
+    pub keys: Keys,
+    pub kind: Kind,
+    /// Its `INFO ratelimit` fields are named `<info>_<field>`.
+    pub info: &'static str,
+    pub stats: Stats,
+    /// Whether the command is registered (`CL.THROTTLE` only when asked for).
+    pub enabled: fn() -> bool,
+}
+
+/// Where a command's keys are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keys {
+    /// The first argument, alone.
+    First,
+}
+
+/// How a command runs.
+pub enum Kind {
+    /// `name key params... [quantity] [MS] [PEEK]` with a rate algorithm.
+    Rate(&'static dyn Rate),
+    /// Its own grammar.
+    Custom {
+        run: Run,
+        /// The server's arity (negative: at least that many arguments).
+        arity: i32,
+        args: fn() -> Vec<DocArg>,
+    },
+}
+
+pub type Run = fn(&Row, &[&[u8]], Instant, &ServerKeys<'_>) -> Result<Reply, CommandError>;
+
+impl Row {
+    /// The arity declared to the server: the command name, the key and the
+    /// parameters at least, for a rate command.
+    pub fn arity(&self) -> i32 {
+        match &self.kind {
+            Kind::Rate(rate) => -(2 + rate.params().len() as i32),
+            Kind::Custom { arity, .. } => *arity,
+        }
+    }
+
+    pub fn doc_args(&self) -> Vec<DocArg> {
+        match &self.kind {
+            Kind::Rate(rate) => docs::rate(rate.params()),
+            Kind::Custom { args, .. } => args(),
+        }
+    }
+
+    /// Run the command on the server.
+    pub fn run(&self, args: &[&[u8]], now: Instant, keys: &ServerKeys<'_>) -> Result<Reply, CommandError> {
+        match &self.kind {
+            Kind::Rate(rate) => rate.command(self, args, now, keys),
+            Kind::Custom { run, .. } => run(self, args, now, keys),
+        }
+    }
+}
+
+const WRITE: &str = "write deny-oom fast";
+const CATEGORIES: &str = "write fast ratelimit";
+const RATE_STATS: &[(Field, &str)] = &CALLS;
+const fn always() -> bool {
+    true
+}
+
+const GCRA: Algorithm<GcraCodec, 3> = Algorithm {
+    params: [
+        number("max_burst", 0, MAX_BURST),
+        number("count", 1, MAX_LIMIT),
+        duration("period"),
+    ],
+    build: |[max_burst, count, period]| Gcra::new(max_burst, count, period),
+};
+
+pub static COMMANDS: [Row; 6] = [
+    Row {
+        name: "rl.gcra",
+        summary: "Rate limit with GCRA (as redis-cell): count per period, bursts of max_burst + 1",
+        complexity: "O(1)",
+        flags: WRITE,
+        categories: CATEGORIES,
+        keys: Keys::First,
+        kind: Kind::Rate(&GCRA),
+        info: "gcra",
+        stats: Stats::new(RATE_STATS),
+        enabled: always,
+    },
+    Row {
+        name: "rl.token_bucket",
+        summary: "Rate limit with a token bucket of capacity tokens, refill_count per refill_period",
+        complexity: "O(1)",
+        flags: WRITE,
+        categories: CATEGORIES,
+        keys: Keys::First,
+        kind: Kind::Rate(&Algorithm::<TokenBucketCodec, 3> {
+            params: [
+                number("capacity", 1, MAX_LIMIT),
+                number("refill_count", 1, MAX_LIMIT),
+                duration("refill_period"),
+            ],
+            build: |[capacity, count, period]| TokenBucket::new(capacity, count, period),
+        }),
+        info: "token_bucket",
+        stats: Stats::new(RATE_STATS),
+        enabled: always,
+    },
+    Row {
+        name: "rl.fixed",
+        summary: "Rate limit with a fixed window: at most limit units per epoch-aligned window",
+        complexity: "O(1)",
+        flags: WRITE,
+        categories: CATEGORIES,
+        keys: Keys::First,
+        kind: Kind::Rate(&Algorithm::<FixedWindowCodec, 2> {
+            params: [number("limit", 1, MAX_LIMIT), duration("window")],
+            build: |[limit, window]| FixedWindow::new(limit, window),
+        }),
+        info: "fixed",
+        stats: Stats::new(RATE_STATS),
+        enabled: always,
+    },
+    Row {
+        name: "rl.sliding_log",
+        summary: "Rate limit with a sliding log: at most limit units in any window, exactly",
+        complexity: "O(log N) where N is the limit; O(Q) to record Q units",
+        flags: WRITE,
+        categories: CATEGORIES,
+        keys: Keys::First,
+        kind: Kind::Rate(&Algorithm::<SlidingLogCodec, 2> {
+            // Memory grows with the limit: capped by a module setting.
+            params: [
+                crate::args::capped(number("limit", 1, MAX_LIMIT), config::sliding_log_max_limit),
+                duration("window"),
+            ],
+            build: |[limit, window]| SlidingLog::new(limit, window),
+        }),
+        info: "sliding_log",
+        stats: Stats::new(&[
+            CALLS[0],
+            CALLS[1],
+            CALLS[2],
+            CALLS[3],
+            (Field::EntriesWritten, "entries_written"),
+        ]),
+        enabled: always,
+    },
+    Row {
+        name: "rl.sliding_counter",
+        summary: "Rate limit with a sliding counter: the two-window estimate of a sliding window",
+        complexity: "O(1)",
+        flags: WRITE,
+        categories: CATEGORIES,
+        keys: Keys::First,
+        kind: Kind::Rate(&Algorithm::<SlidingCounterCodec, 2> {
+            params: [number("limit", 1, MAX_LIMIT), duration("window")],
+            build: |[limit, window]| SlidingCounter::new(limit, window),
+        }),
+        info: "sliding_counter",
+        stats: Stats::new(RATE_STATS),
+        enabled: always,
+    },
+    Row {
+        name: "cl.throttle",
+        summary: "redis-cell's command: RL.GCRA with redis-cell's grammar (no options)",
+        complexity: "O(1)",
+        flags: WRITE,
+        categories: CATEGORIES,
+        keys: Keys::First,
+        kind: Kind::Custom {
+            run: cl_throttle,
+            arity: -5,
+            args: || {
+                let mut args = docs::rate(&GCRA.params);
+                args.truncate(1 + GCRA.params.len() + 1);
+                args
+            },
+        },
+        info: "cl_throttle",
+        stats: Stats::new(RATE_STATS),
+        enabled: config::cl_throttle_enabled,
+    },
+];
+
+/// The rows of the rate algorithms: (row, algorithm).
+pub fn rates() -> impl Iterator<Item = (&'static Row, &'static dyn Rate)> {
+    COMMANDS.iter().filter_map(|row| match row.kind {
+        Kind::Rate(rate) => Some((row, rate)),
+        Kind::Custom { .. } => None,
+    })
+}
+
+/// `CL.THROTTLE key max_burst count period [quantity]`, exactly: `RL.GCRA`
+/// with redis-cell's grammar. An option where `quantity` or after it stands
+/// is named in the error, whatever the argument count.
+fn cl_throttle(
+    row: &Row,
+    args: &[&[u8]],
+    now: Instant,
+    keys: &ServerKeys<'_>,
+) -> Result<Reply, CommandError> {
+    let arity = CommandError::WrongArity { command: row.name };
+    if args.len() < 5 {
+        return Err(arity);
+    }
+    // The same limiter, state and messages as RL.GCRA.
+    let (gcra, _) = rates()
+        .find(|(r, _)| r.name == "rl.gcra")
+        .ok_or(CommandError::Internal)?;
+    if let Some(option) = args[5..]
+        .iter()
+        .find(|a| a.first().is_some_and(u8::is_ascii_alphabetic))
+    {
+        return Err(CommandError::NoOptions {
+            command: row.name,
+            token: printable(option),
+            instead: gcra.name,
+        });
+    }
+    if args.len() > 6 {
+        return Err(arity);
+    }
+    GCRA.run(gcra, args, now, keys)
+}

@@ -1,0 +1,133 @@
+//! The commands' entry points: the server calls `handle::<I>` for the
+//! registry's row `I`. Each reads its arguments in place, runs the row
+//! behind a panic guard, counts the outcome and writes the reply.
+
+use super::api::Api;
+use super::clock;
+use super::key::{string_bytes, ServerKeys};
+use crate::error::CommandError;
+use crate::registry::{Row, COMMANDS};
+use crate::reply::Reply;
+use redis_module::raw;
+use std::ffi::CString;
+use std::mem::MaybeUninit;
+use std::os::raw::{c_int, c_long};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// The signature of a command handler as the server calls it.
+pub type Handler = extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+
+/// The handler of the registry's row `I`. (The server's command table holds
+/// one function per command; these are the functions, one per row index.)
+extern "C" fn handle<const I: usize>(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    if let (Some(row), Some(api)) = (COMMANDS.get(I), Api::get()) {
+        // SAFETY: the server passes this command's context and arguments,
+        // valid for the whole call.
+        unsafe { run(row, api, ctx, argv, argc) };
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Room for the rows of the registry; `handlers` checks it suffices.
+pub const HANDLERS: [Handler; 16] = [
+    handle::<0>,
+    handle::<1>,
+    handle::<2>,
+    handle::<3>,
+    handle::<4>,
+    handle::<5>,
+    handle::<6>,
+    handle::<7>,
+    handle::<8>,
+    handle::<9>,
+    handle::<10>,
+    handle::<11>,
+    handle::<12>,
+    handle::<13>,
+    handle::<14>,
+    handle::<15>,
+];
+const _: () = assert!(COMMANDS.len() <= HANDLERS.len(), "add handlers for the new rows");
+
+/// Arguments read in place without allocating, up to this many.
+const INLINE_ARGS: usize = 16;
+
+/// Run `row` on the command's arguments and reply.
+///
+/// # Safety
+/// `ctx`, `argv` and `argc` are the running command's.
+unsafe fn run(
+    row: &Row,
+    api: &'static Api,
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let argv: &[*mut raw::RedisModuleString] = match usize::try_from(argc) {
+            // SAFETY: argv holds argc string pointers for the whole command.
+            Ok(len) if len > 0 && !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, len) },
+            _ => &[],
+        };
+        // SAFETY: the arguments are live and unchanged for the whole command,
+        // which outlives every use of their bytes.
+        let bytes_of = |s: &*mut raw::RedisModuleString| unsafe { string_bytes(api, *s) };
+        let mut inline = [const { MaybeUninit::<&[u8]>::uninit() }; INLINE_ARGS];
+        let heap: Vec<&[u8]>;
+        let args: &[&[u8]] = match argv.split_first() {
+            Some((_, rest)) if argv.len() <= INLINE_ARGS => {
+                // The command's name is the row's (the server matched it).
+                inline[0].write(row.name.as_bytes());
+                for (slot, s) in inline[1..].iter_mut().zip(rest) {
+                    slot.write(bytes_of(s));
+                }
+                // SAFETY: the first `argv.len()` slots were written just above.
+                unsafe { std::slice::from_raw_parts(inline.as_ptr().cast::<&[u8]>(), argv.len()) }
+            }
+            _ => {
+                heap = argv.iter().map(bytes_of).collect();
+                &heap
+            }
+        };
+        // SAFETY: the context and arguments are the running command's, and
+        // the keyspace lives only for this call.
+        let keys = unsafe { ServerKeys::new(ctx, argv, api) };
+        row.run(args, clock::now(api), &keys)
+    }));
+    let result = result.unwrap_or(Err(CommandError::Internal));
+    row.stats
+        .record(result.as_ref().map(Reply::blocked).map_err(|_| ()));
+    // SAFETY: the context is the running command's.
+    unsafe { reply(api, ctx, result) };
+}
+
+/// Write the reply into the client's buffer.
+///
+/// # Safety
+/// `ctx` is the running command's context.
+unsafe fn reply(api: &Api, ctx: *mut raw::RedisModuleCtx, result: Result<Reply, CommandError>) {
+    let integers = |fields: &[i64]| {
+        // SAFETY: the caller's contract.
+        unsafe {
+            (api.reply_with_array)(ctx, fields.len() as c_long);
+            for &v in fields {
+                (api.reply_with_long_long)(ctx, v);
+            }
+        }
+    };
+    match result {
+        Ok(Reply::Five(fields)) => integers(&fields),
+        Err(error) => {
+            // Messages quote input only through `printable`, which escapes
+            // NUL; the fallback is for a message that would still hold one.
+            let message =
+                CString::new(error.to_string()).unwrap_or_else(|_| CString::from(c"ERR invalid request"));
+            // SAFETY: the caller's contract; the server copies the message.
+            unsafe { (api.reply_with_error)(ctx, message.as_ptr()) };
+        }
+    }
+}
