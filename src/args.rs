@@ -182,21 +182,6 @@ pub fn params<const N: usize>(
     Ok(values)
 }
 
-/// `params... [quantity] [MS] [PEEK]`, the arguments after the key.
-#[inline(always)]
-pub fn parse<const N: usize>(
-    command: &'static str,
-    spec: &[Param; N],
-    args: &[&[u8]],
-) -> Result<([u64; N], Options), CommandError> {
-    if args.len() < N {
-        return Err(CommandError::WrongArity { command });
-    }
-    let (positional, rest) = args.split_at(N);
-    let options = options(rest)?;
-    Ok((params(command, spec, positional, options.unit)?, options))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,6 +260,20 @@ mod tests {
     }
 
     const SPEC: [Param; 2] = [number("limit", 1, MAX_LIMIT), duration("window")];
+
+    /// `params... [quantity] [MS] [PEEK]`, as the rate commands read the
+    /// arguments after the key.
+    fn parse<const N: usize>(
+        command: &'static str,
+        spec: &[Param; N],
+        args: &[&[u8]],
+    ) -> Result<([u64; N], Options), CommandError> {
+        let (positional, rest) = args
+            .split_at_checked(N)
+            .ok_or(CommandError::WrongArity { command })?;
+        let options = options(rest)?;
+        Ok((params(command, spec, positional, options.unit)?, options))
+    }
 
     fn p(args: &[&str]) -> Result<([u64; 2], Options), CommandError> {
         let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();

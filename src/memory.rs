@@ -133,17 +133,16 @@ impl Key for MemoryKey<'_> {
                 if value.len() < *new_len {
                     value.resize(*new_len, 0);
                 }
-                for (offset, bytes) in patches.iter() {
-                    value[offset..offset + bytes.len()].copy_from_slice(bytes);
-                }
+                patches.apply(&mut value);
                 let at = expire_at_ms.to_string();
                 self.memory
                     .set(&name, Value::String(value.clone()), Some(*expire_at_ms));
                 if Write::replicated_whole(value.len()) {
                     self.replicate(&[b"SET", &name, &value, b"PXAT", at.as_bytes()]);
                 } else {
-                    for (offset, bytes) in patches.iter() {
-                        self.replicate(&[b"SETRANGE", &name, offset.to_string().as_bytes(), bytes]);
+                    for range in patches.ranges() {
+                        let offset = range.start.to_string();
+                        self.replicate(&[b"SETRANGE", &name, offset.as_bytes(), &value[range]]);
                     }
                     self.replicate(&[b"PEXPIREAT", &name, at.as_bytes()]);
                 }

@@ -15,10 +15,11 @@ const SEC: u64 = 1_000_000;
 fn call(memory: &mut Memory, now: u64, args: &[&str]) -> Result<Reply, CommandError> {
     let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
     memory.command(&args);
-    let (row, rate) = registry::rates()
-        .find(|(row, _)| row.name.as_bytes().eq_ignore_ascii_case(args[0]))
-        .expect("a rate command");
-    rate.in_memory(row, &args, Instant::from_micros(now), memory)
+    let row = registry::COMMANDS
+        .iter()
+        .find(|row| row.name.as_bytes().eq_ignore_ascii_case(args[0]))
+        .expect("a command");
+    registry::run(row, &args, Instant::from_micros(now), memory)
 }
 
 fn five(memory: &mut Memory, now: u64, args: &[&str]) -> [i64; 5] {

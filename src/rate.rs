@@ -7,7 +7,6 @@ use crate::codec::Codec;
 use crate::error::{printable, CommandError};
 use crate::registry::Row;
 use crate::reply::Reply;
-use crate::server::ServerKeys;
 use crate::stats::Field;
 use crate::store::{Content, Key, Keyspace, Write};
 use rl_core::{Decision, Instant, Limiter, ParamError};
@@ -30,29 +29,24 @@ pub struct Judged {
     pub logged: u64,
 }
 
-/// A rate algorithm, whatever its parameters and state: what the registry
-/// and `RL.ALL` see of it.
+/// A rate algorithm, whatever its parameters and state: what the registry,
+/// the rate commands and `RL.ALL` see of it.
 pub trait Rate: Sync {
     fn params(&self) -> &[Param];
 
-    /// `row.name key params... [quantity] [MS] [PEEK]` on the server.
-    fn command(
+    /// Decide a request on `key` with the limiter `params` describe (exactly
+    /// `params().len()` of them, durations in `options.unit`), and plan its
+    /// write. Nothing is written: a caller judging several keys writes none
+    /// unless every one allows. `row` is the algorithm's own command, for
+    /// messages.
+    fn judge(
         &self,
         row: &Row,
-        args: &[&[u8]],
+        params: &[&[u8]],
+        options: &Options,
         now: Instant,
-        keys: &ServerKeys<'_>,
-    ) -> Result<Reply, CommandError>;
-
-    /// The same, on the unit tests' in-memory keys.
-    #[cfg(test)]
-    fn in_memory(
-        &self,
-        row: &Row,
-        args: &[&[u8]],
-        now: Instant,
-        keys: &crate::memory::Memory,
-    ) -> Result<Reply, CommandError>;
+        key: &mut dyn Key,
+    ) -> Result<Judged, CommandError>;
 }
 
 impl<C: Codec, const N: usize> Rate for Algorithm<C, N> {
@@ -60,70 +54,57 @@ impl<C: Codec, const N: usize> Rate for Algorithm<C, N> {
         &self.params
     }
 
-    fn command(
+    fn judge(
         &self,
         row: &Row,
-        args: &[&[u8]],
+        params: &[&[u8]],
+        options: &Options,
         now: Instant,
-        keys: &ServerKeys<'_>,
-    ) -> Result<Reply, CommandError> {
-        self.run(row, args, now, keys)
-    }
-
-    #[cfg(test)]
-    fn in_memory(
-        &self,
-        row: &Row,
-        args: &[&[u8]],
-        now: Instant,
-        keys: &crate::memory::Memory,
-    ) -> Result<Reply, CommandError> {
-        self.run(row, args, now, keys)
+        key: &mut dyn Key,
+    ) -> Result<Judged, CommandError> {
+        let numbers = args::params(row.name, &self.params, params, options.unit)?;
+        let limiter = (self.build)(numbers).map_err(|ParamError::OutOfRange { name, min, max }| {
+            CommandError::BadNumber { name, min, max }
+        })?;
+        judge::<C>(row, &limiter, options, now, key)
     }
 }
 
-impl<C: Codec, const N: usize> Algorithm<C, N> {
-    /// `args[0]` is the command's name, `args[1]` the key.
-    #[inline(always)]
-    pub fn run<S: Keyspace>(
-        &self,
-        row: &Row,
-        args: &[&[u8]],
-        now: Instant,
-        keys: &S,
-    ) -> Result<Reply, CommandError> {
-        let [_, _, rest @ ..] = args else {
-            return Err(CommandError::WrongArity { command: row.name });
-        };
-        let (numbers, options) = args::parse(row.name, &self.params, rest)?;
-        let limiter = self.limiter(numbers)?;
-        let mut key = keys.open(1)?;
-        let judged = judge::<C, _>(row, &limiter, &options, now, &mut key)?;
-        if let Some(write) = &judged.write {
-            key.write(write);
-            if judged.logged > 0 {
-                row.stats.add(Field::EntriesWritten, judged.logged);
-            }
+/// `row.name key params... [quantity] [MS] [PEEK]`: `args[0]` is the
+/// command's name, `args[1]` the key.
+pub fn command<S: Keyspace>(
+    row: &Row,
+    rate: &dyn Rate,
+    args: &[&[u8]],
+    now: Instant,
+    keys: &S,
+) -> Result<Reply, CommandError> {
+    let arity = CommandError::WrongArity { command: row.name };
+    let [_, _, rest @ ..] = args else {
+        return Err(arity);
+    };
+    let Some((params, tail)) = rest.split_at_checked(rate.params().len()) else {
+        return Err(arity);
+    };
+    let options = args::options(tail)?;
+    let mut key = keys.open(1)?;
+    let judged = rate.judge(row, params, &options, now, &mut key)?;
+    if let Some(write) = &judged.write {
+        key.write(write);
+        if judged.logged > 0 {
+            row.stats.add(Field::EntriesWritten, judged.logged);
         }
-        Ok(Reply::five(&judged.decision, options.unit))
     }
-
-    fn limiter(&self, numbers: [u64; N]) -> Result<C::Limiter, CommandError> {
-        (self.build)(numbers)
-            .map_err(|ParamError::OutOfRange { name, min, max }| CommandError::BadNumber { name, min, max })
-    }
+    Ok(Reply::five(&judged.decision, options.unit))
 }
 
-/// Decide a request on `key` with `limiter`, and plan its write. Nothing is
-/// written here: a caller judging several keys writes none of them unless
-/// every one is allowed.
-#[inline(always)]
-pub fn judge<C: Codec, K: Key + ?Sized>(
+/// Decide a request on `key` with `limiter`, and plan its write.
+fn judge<C: Codec>(
     row: &Row,
     limiter: &C::Limiter,
     options: &Options,
     now: Instant,
-    key: &mut K,
+    key: &mut dyn Key,
 ) -> Result<Judged, CommandError> {
     let problem = {
         let state = match key.read() {

@@ -8,10 +8,10 @@ use crate::codec::{FixedWindowCodec, GcraCodec, SlidingCounterCodec, SlidingLogC
 use crate::config;
 use crate::docs::{self, DocArg};
 use crate::error::{printable, CommandError};
-use crate::rate::{Algorithm, Rate};
+use crate::rate::{self, Algorithm, Rate};
 use crate::reply::Reply;
-use crate::server::ServerKeys;
 use crate::stats::{Field, Stats, CALLS};
+use crate::store::Keyspace;
 use rl_core::bounds::{MAX_BURST, MAX_LIMIT};
 use rl_core::{FixedWindow, Gcra, Instant, SlidingCounter, SlidingLog, TokenBucket};
 
@@ -45,40 +45,38 @@ pub enum Keys {
 pub enum Kind {
     /// `name key params... [quantity] [MS] [PEEK]` with a rate algorithm.
     Rate(&'static dyn Rate),
-    /// Its own grammar.
-    Custom {
-        run: Run,
-        /// The server's arity (negative: at least that many arguments).
-        arity: i32,
-        args: fn() -> Vec<DocArg>,
-    },
+    /// redis-cell's `CL.THROTTLE`: `RL.GCRA` with redis-cell's grammar.
+    ClThrottle,
 }
 
-pub type Run = fn(&Row, &[&[u8]], Instant, &ServerKeys<'_>) -> Result<Reply, CommandError>;
-
 impl Row {
-    /// The arity declared to the server: the command name, the key and the
-    /// parameters at least, for a rate command.
+    /// The arity declared to the server (negative: at least that many
+    /// arguments, the command's name included).
     pub fn arity(&self) -> i32 {
         match &self.kind {
             Kind::Rate(rate) => -(2 + rate.params().len() as i32),
-            Kind::Custom { arity, .. } => *arity,
+            Kind::ClThrottle => -5,
         }
     }
 
     pub fn doc_args(&self) -> Vec<DocArg> {
         match &self.kind {
             Kind::Rate(rate) => docs::rate(rate.params()),
-            Kind::Custom { args, .. } => args(),
+            Kind::ClThrottle => {
+                // No options: the key, the parameters, the quantity.
+                let mut args = docs::rate(&GCRA.params);
+                args.truncate(1 + GCRA.params.len() + 1);
+                args
+            }
         }
     }
+}
 
-    /// Run the command on the server.
-    pub fn run(&self, args: &[&[u8]], now: Instant, keys: &ServerKeys<'_>) -> Result<Reply, CommandError> {
-        match &self.kind {
-            Kind::Rate(rate) => rate.command(self, args, now, keys),
-            Kind::Custom { run, .. } => run(self, args, now, keys),
-        }
+/// Run `row` on `args` (`args[0]` is the command's name) at `now`.
+pub fn run<S: Keyspace>(row: &Row, args: &[&[u8]], now: Instant, keys: &S) -> Result<Reply, CommandError> {
+    match row.kind {
+        Kind::Rate(rate) => rate::command(row, rate, args, now, keys),
+        Kind::ClThrottle => cl_throttle(row, args, now, keys),
     }
 }
 
@@ -192,15 +190,7 @@ pub static COMMANDS: [Row; 6] = [
         flags: WRITE,
         categories: CATEGORIES,
         keys: Keys::First,
-        kind: Kind::Custom {
-            run: cl_throttle,
-            arity: -5,
-            args: || {
-                let mut args = docs::rate(&GCRA.params);
-                args.truncate(1 + GCRA.params.len() + 1);
-                args
-            },
-        },
+        kind: Kind::ClThrottle,
         info: "cl_throttle",
         stats: Stats::new(RATE_STATS),
         enabled: config::cl_throttle_enabled,
@@ -211,18 +201,18 @@ pub static COMMANDS: [Row; 6] = [
 pub fn rates() -> impl Iterator<Item = (&'static Row, &'static dyn Rate)> {
     COMMANDS.iter().filter_map(|row| match row.kind {
         Kind::Rate(rate) => Some((row, rate)),
-        Kind::Custom { .. } => None,
+        Kind::ClThrottle => None,
     })
 }
 
 /// `CL.THROTTLE key max_burst count period [quantity]`, exactly: `RL.GCRA`
 /// with redis-cell's grammar. An option where `quantity` or after it stands
 /// is named in the error, whatever the argument count.
-fn cl_throttle(
+fn cl_throttle<S: Keyspace>(
     row: &Row,
     args: &[&[u8]],
     now: Instant,
-    keys: &ServerKeys<'_>,
+    keys: &S,
 ) -> Result<Reply, CommandError> {
     let arity = CommandError::WrongArity { command: row.name };
     if args.len() < 5 {
@@ -245,5 +235,5 @@ fn cl_throttle(
     if args.len() > 6 {
         return Err(arity);
     }
-    GCRA.run(gcra, args, now, keys)
+    rate::command(gcra, &GCRA, args, now, keys)
 }

@@ -162,11 +162,57 @@ impl From<&[u8]> for Bytes {
     }
 }
 
-/// The (offset, bytes) ranges of a [`Write::Patch`]: at most
-/// [`Patches::MAX`], in the order they are applied.
+/// What one range of a [`Write::Patch`] holds: `count` copies of an 8-byte
+/// word (log entries), or a few bytes (a header, a record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    Words { word: [u8; 8], count: usize },
+    Bytes { bytes: [u8; Fill::SHORT], len: u8 },
+}
+
+impl Fill {
+    /// The most bytes of a [`Fill::Bytes`].
+    pub const SHORT: usize = 24;
+
+    /// `data`, which must be at most [`Fill::SHORT`] bytes: a longer one does
+    /// not compile.
+    pub fn bytes<const N: usize>(data: [u8; N]) -> Fill {
+        const { assert!(N <= Fill::SHORT, "a short fill holds at most 24 bytes") };
+        let mut bytes = [0; Fill::SHORT];
+        bytes[..N].copy_from_slice(&data);
+        Fill::Bytes { bytes, len: N as u8 }
+    }
+
+    /// Its length in bytes (`None` past `usize`).
+    pub fn len(&self) -> Option<usize> {
+        match self {
+            Fill::Words { count, .. } => count.checked_mul(8),
+            Fill::Bytes { len, .. } => Some(usize::from(*len)),
+        }
+    }
+
+    /// Write it over `target`, which is exactly [`Fill::len`] bytes.
+    pub fn write_to(&self, target: &mut [u8]) {
+        match self {
+            Fill::Words { word, .. } => {
+                for slot in target.chunks_exact_mut(8) {
+                    slot.copy_from_slice(word);
+                }
+            }
+            Fill::Bytes { bytes, len } => {
+                if let Some(source) = bytes.get(..usize::from(*len)) {
+                    target.copy_from_slice(source);
+                }
+            }
+        }
+    }
+}
+
+/// The ranges of a [`Write::Patch`]: at most [`Patches::MAX`], each an
+/// offset and a [`Fill`], applied in order.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Patches {
-    items: [(usize, Bytes); Patches::MAX],
+    items: [(usize, Option<Fill>); Patches::MAX],
     len: usize,
 }
 
@@ -177,10 +223,10 @@ impl Patches {
     /// plan is never written in part: its codec writes the whole value
     /// instead.
     #[must_use]
-    pub fn push(&mut self, offset: usize, bytes: Bytes) -> bool {
+    pub fn push(&mut self, offset: usize, fill: Fill) -> bool {
         match self.items.get_mut(self.len) {
             Some(item) => {
-                *item = (offset, bytes);
+                *item = (offset, Some(fill));
                 self.len += 1;
                 true
             }
@@ -188,16 +234,36 @@ impl Patches {
         }
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (usize, &[u8])> + Clone {
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &Fill)> + Clone {
         self.items[..self.len]
             .iter()
-            .map(|(offset, bytes)| (*offset, bytes.as_slice()))
+            .filter_map(|(offset, fill)| fill.as_ref().map(|f| (*offset, f)))
     }
 
-    /// Whether every range lies within `len` bytes.
+    /// Every range as (start, end), if each lies within `len` bytes.
     pub fn fit(&self, len: usize) -> bool {
+        self.iter().all(|(offset, fill)| {
+            fill.len()
+                .and_then(|n| offset.checked_add(n))
+                .is_some_and(|end| end <= len)
+        })
+    }
+
+    /// Apply every range to `value` (ranges outside it are skipped: `fit`
+    /// was checked when the patch was planned).
+    pub fn apply(&self, value: &mut [u8]) {
+        for (offset, fill) in self.iter() {
+            let end = fill.len().and_then(|n| offset.checked_add(n));
+            if let Some(target) = end.and_then(|end| value.get_mut(offset..end)) {
+                fill.write_to(target);
+            }
+        }
+    }
+
+    /// The byte ranges, as they lie in the patched value.
+    pub fn ranges(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
         self.iter()
-            .all(|(offset, bytes)| offset.checked_add(bytes.len()).is_some_and(|end| end <= len))
+            .filter_map(|(offset, fill)| Some(offset..offset.checked_add(fill.len()?)?))
     }
 }
 
@@ -222,19 +288,30 @@ mod tests {
     }
 
     #[test]
-    fn patches_know_whether_they_fit() {
+    fn patches_know_whether_they_fit_and_apply() {
         let mut p = Patches::default();
-        assert!(p.push(0, Bytes::from(&b"ab"[..])));
-        assert!(p.push(4, Bytes::from(&b"cd"[..])));
-        assert!(p.fit(6));
-        assert!(!p.fit(5));
-        assert_eq!(
-            p.iter().collect::<Vec<_>>(),
-            vec![(0, &b"ab"[..]), (4, &b"cd"[..])]
-        );
-        assert!(p.push(usize::MAX, Bytes::from(&b"x"[..])));
+        assert!(p.push(0, Fill::bytes(*b"ab")));
+        assert!(p.push(
+            4,
+            Fill::Words {
+                word: *b"12345678",
+                count: 2
+            }
+        ));
+        assert!(p.fit(20));
+        assert!(!p.fit(19));
+        let mut value = vec![b'.'; 20];
+        p.apply(&mut value);
+        assert_eq!(&value, b"ab..1234567812345678");
+        assert_eq!(p.ranges().collect::<Vec<_>>(), vec![0..2, 4..20]);
+        assert!(p.push(usize::MAX, Fill::bytes([1])));
         assert!(!p.fit(usize::MAX));
-        assert!(!p.push(0, Bytes::new()), "a fourth range is refused");
+        assert!(!p.push(0, Fill::bytes([])), "a fourth range is refused");
         assert_eq!(p.iter().count(), 3);
+        let huge = Fill::Words {
+            word: [0; 8],
+            count: usize::MAX,
+        };
+        assert_eq!(huge.len(), None);
     }
 }

@@ -9,7 +9,7 @@
 //! [`Write::Patch`]).
 
 use super::{ChangeOf, Codec, StateOf};
-use crate::store::{Bytes, Patches, Write};
+use crate::store::{Bytes, Fill, Patches, Write};
 use rl_core::sliding_log::ENTRY_BYTES;
 use rl_core::{Append, LogView, SlidingLog};
 
@@ -32,10 +32,11 @@ fn push_entries(bytes: &mut Bytes, at: u64, count: usize) {
 }
 
 /// `count` copies of the instant `at`.
-fn entries(at: u64, count: usize) -> Bytes {
-    let mut bytes = Bytes::with_capacity(count * ENTRY_BYTES);
-    push_entries(&mut bytes, at, count);
-    bytes
+fn entries(at: u64, count: usize) -> Fill {
+    Fill::Words {
+        word: at.to_le_bytes(),
+        count,
+    }
 }
 
 fn slot(i: usize) -> usize {
@@ -81,14 +82,14 @@ fn patch(log: &LogView<'_>, append: &Append, keep: usize, expire_at_ms: u64) -> 
         let planned = patches.push(slot(n), entries(at, grow))
             && (rest == 0
                 || (patches.push(slot(0), entries(at, rest))
-                    && patches.push(0, Bytes::from(&header(rest % keep)[..]))));
+                    && patches.push(0, Fill::bytes(header(rest % keep)))));
         (slot(n + grow), n + grow == keep, planned)
     } else {
         // A full ring: overwrite the q oldest slots.
         let first = q.min(n - oldest);
         let planned = patches.push(slot(oldest), entries(at, first))
             && (q == first || patches.push(slot(0), entries(at, q - first)))
-            && patches.push(0, Bytes::from(&header((oldest + q) % n)[..]));
+            && patches.push(0, Fill::bytes(header((oldest + q) % n)));
         (slot(n), false, planned)
     };
     (planned && patches.fit(new_len)).then_some(Write::Patch {
@@ -148,9 +149,7 @@ mod tests {
             Write::Set { value: v, .. } => *value = v.as_slice().to_vec(),
             Write::Patch { new_len, patches, .. } => {
                 value.resize(new_len.max(value.len()), 0);
-                for (offset, bytes) in patches.iter() {
-                    value[offset..offset + bytes.len()].copy_from_slice(bytes);
-                }
+                patches.apply(value);
             }
         }
     }
@@ -196,11 +195,7 @@ mod tests {
             panic!("expected a patch");
         };
         assert!(!compact);
-        let written: usize = patches.iter().map(|(_, b)| b.len()).sum();
-        assert!(
-            patches.iter().all(|(_, b)| b.len() <= 64),
-            "short patches stay inline"
-        );
+        let written: usize = patches.ranges().map(|r| r.len()).sum();
         assert_eq!(written, 3 * 8 + HEADER);
     }
 

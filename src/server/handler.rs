@@ -6,7 +6,7 @@ use super::api::Api;
 use super::clock;
 use super::key::{string_bytes, ServerKeys};
 use crate::error::CommandError;
-use crate::registry::{Row, COMMANDS};
+use crate::registry::{self, Row, COMMANDS};
 use crate::reply::Reply;
 use redis_module::raw;
 use std::ffi::CString;
@@ -96,7 +96,7 @@ unsafe fn run(
         // SAFETY: the context and arguments are the running command's, and
         // the keyspace lives only for this call.
         let keys = unsafe { ServerKeys::new(ctx, argv, api) };
-        row.run(args, clock::now(api), &keys)
+        registry::run(row, args, clock::now(api), &keys)
     }));
     let result = result.unwrap_or(Err(CommandError::Internal));
     row.stats

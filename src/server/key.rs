@@ -257,26 +257,11 @@ impl ServerKey<'_> {
             let status = unsafe { (self.api.string_truncate)(self.key.as_ptr(), new_len) };
             self.expect(status, "StringTruncate");
         }
-        let mut whole = [0u8; crate::store::WHOLE_VALUE_MAX];
-        let whole_len = {
-            let Some(value) = self.writable() else {
-                self.warn("could not write the value: the request was not recorded");
-                return;
-            };
-            for (offset, bytes) in patches.iter() {
-                // Bounds were checked when the patch was planned; a range
-                // outside is skipped rather than written in part.
-                if let Some(target) = value.get_mut(offset..offset.saturating_add(bytes.len())) {
-                    target.copy_from_slice(bytes);
-                }
-            }
-            // A small value is replicated whole, from a copy taken before
-            // the key's value can be replaced (`compact`).
-            whole.get_mut(..value.len()).map(|copy| {
-                copy.copy_from_slice(value);
-                copy.len()
-            })
+        let Some(value) = self.writable() else {
+            self.warn("could not write the value: the request was not recorded");
+            return;
         };
+        patches.apply(value);
         if compact {
             // A copy at the exact size replaces the value (the expiry it
             // drops is set below).
@@ -292,29 +277,46 @@ impl ServerKey<'_> {
             }
         }
         self.set_expiry(expire_at_ms);
-        if let Some(len) = whole_len.filter(|&len| Write::replicated_whole(len)) {
-            self.replicate_set(Value::Bytes(&whole[..len]), expire_at_ms);
+        // Replicated from the value as it now stands: the whole of a small
+        // one, else the patched ranges.
+        let (name, ctx, api) = (self.name, self.ctx, self.api);
+        let Some(value) = self.writable() else {
+            return;
+        };
+        if Write::replicated_whole(value.len()) {
+            let mut whole = [0u8; crate::store::WHOLE_VALUE_MAX];
+            let whole = &mut whole[..value.len()];
+            whole.copy_from_slice(value);
+            self.replicate_set(Value::Bytes(whole), expire_at_ms);
             self.notify_written(c"set");
             return;
         }
-        for (offset, bytes) in patches.iter() {
-            let offset = c_longlong::try_from(offset).unwrap_or(c_longlong::MAX);
+        let mut status = OK;
+        for range in patches.ranges() {
+            let offset = c_longlong::try_from(range.start).unwrap_or(c_longlong::MAX);
+            let Some(bytes) = value.get(range) else {
+                continue;
+            };
             // SAFETY: ctx and name are live; the format matches the
             // arguments (`s` a string object, `l` a long long, `b` a pointer
-            // and a length).
-            let status = unsafe {
-                (self.api.replicate)(
-                    self.ctx,
+            // and a length); the server copies the bytes before the value
+            // can change.
+            let replicated = unsafe {
+                (api.replicate)(
+                    ctx,
                     c"SETRANGE".as_ptr(),
                     c"slb".as_ptr(),
-                    self.name,
+                    name,
                     offset,
                     bytes.as_ptr().cast::<c_char>(),
                     bytes.len(),
                 )
             };
-            self.expect(status, "Replicate SETRANGE");
+            if replicated != OK {
+                status = replicated;
+            }
         }
+        self.expect(status, "Replicate SETRANGE");
         // SAFETY: as above.
         let status = unsafe {
             (self.api.replicate)(
@@ -426,23 +428,28 @@ impl ServerKey<'_> {
     /// enables are emitted: with notifications off (the default) this costs
     /// one lookup of the setting instead of two calls into the server.
     fn notify_written(&self, event: &CStr) {
-        self.notify(raw::REDISMODULE_NOTIFY_STRING, event);
-        self.notify(raw::REDISMODULE_NOTIFY_GENERIC, c"expire");
+        self.notify(&[
+            (raw::REDISMODULE_NOTIFY_STRING, event),
+            (raw::REDISMODULE_NOTIFY_GENERIC, c"expire"),
+        ]);
     }
 
-    /// Emit `event` of class `class`, if `notify-keyspace-events` enables it.
-    fn notify(&self, class: c_int, event: &CStr) {
+    /// Emit each event of its class, if `notify-keyspace-events` enables
+    /// that class (read once).
+    fn notify(&self, events: &[(c_int, &CStr)]) {
         let (Some(enabled), Some(notify)) = (
             self.api.get_notify_keyspace_events,
             self.api.notify_keyspace_event,
         ) else {
             return;
         };
-        // SAFETY: ctx and name are live for the running command; the event
-        // name is a NUL-terminated literal the server only reads.
-        unsafe {
-            if enabled() & class != 0 {
-                notify(self.ctx, class, event.as_ptr(), self.name);
+        // SAFETY: a plain read of the server's setting.
+        let classes = unsafe { enabled() };
+        for &(class, event) in events {
+            if classes & class != 0 {
+                // SAFETY: ctx and name are live for the running command; the
+                // event name is a NUL-terminated literal the server only reads.
+                unsafe { notify(self.ctx, class, event.as_ptr(), self.name) };
             }
         }
     }

@@ -10,8 +10,6 @@ mod kept;
 mod key;
 mod register;
 
-pub use key::ServerKeys;
-
 use crate::config;
 use redis_module::configuration::ConfigurationFlags;
 use redis_module::{raw, redis_module, Context, RedisString, Status};
