@@ -115,21 +115,37 @@ pub fn parse_redis_int(bytes: &[u8]) -> Option<i64> {
     Some(value)
 }
 
+/// A number from `min` to `max`. The common case, a short positive number
+/// in range, is decided inline; anything else goes to [`parse_general`].
+#[inline(always)]
 fn parse_in_range(bytes: &[u8], name: &'static str, min: u64, max: u64) -> Result<u64, CommandError> {
-    let value = match bytes {
-        // The common case, a short positive number: no sign, no overflow
-        // check (at most 18 digits).
+    match short_number(bytes) {
+        Some(v) if (min..=max).contains(&v) => Ok(v),
+        _ => parse_general(bytes, name, min, max),
+    }
+}
+
+/// 1 to 18 digits without a leading zero (no sign, no overflow check).
+#[inline(always)]
+fn short_number(bytes: &[u8]) -> Option<u64> {
+    match bytes {
         [first @ b'1'..=b'9', rest @ ..] if rest.len() < 18 => {
             rest.iter().try_fold(u64::from(first - b'0'), |acc, &b| {
                 let digit = b.wrapping_sub(b'0');
                 (digit <= 9).then_some(acc * 10 + u64::from(digit))
             })
         }
-        _ => parse_redis_int(bytes).and_then(|v| u64::try_from(v).ok()),
-    };
-    value
-        .filter(|v| (min..=max).contains(v))
-        .ok_or(CommandError::BadNumber { name, min, max })
+        _ => None,
+    }
+}
+
+/// Any number Redis reads as an integer, checked against the range.
+#[cold]
+fn parse_general(bytes: &[u8], name: &'static str, min: u64, max: u64) -> Result<u64, CommandError> {
+    match parse_redis_int(bytes).and_then(|v| u64::try_from(v).ok()) {
+        Some(v) if (min..=max).contains(&v) => Ok(v),
+        _ => Err(CommandError::BadNumber { name, min, max }),
+    }
 }
 
 /// `[quantity] [MS] [PEEK]`: the arguments after a command's parameters.

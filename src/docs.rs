@@ -9,6 +9,8 @@ pub enum ArgKind {
     Key,
     Integer,
     PureToken,
+    Block,
+    OneOf,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,7 +18,7 @@ pub struct DocArg {
     pub name: &'static str,
     pub kind: ArgKind,
     /// The literal token that introduces it (an option's name).
-    pub token: Option<&'static str>,
+    pub token: Option<String>,
     pub optional: bool,
     pub multiple: bool,
     /// The key spec a key argument belongs to.
@@ -51,9 +53,16 @@ impl DocArg {
     /// An optional pure token (an option such as `MS`).
     pub fn option(token: &'static str, name: &'static str) -> DocArg {
         DocArg {
-            token: Some(token),
+            token: Some(token.to_string()),
             optional: true,
             ..DocArg::new(name, ArgKind::PureToken)
+        }
+    }
+
+    pub fn multiple(self) -> DocArg {
+        DocArg {
+            multiple: true,
+            ..self
         }
     }
 
@@ -77,6 +86,23 @@ pub fn options() -> [DocArg; 3] {
         DocArg::option("MS", "ms"),
         DocArg::option("PEEK", "peek"),
     ]
+}
+
+/// A group of arguments, introduced by `token` when there is one.
+pub fn block(name: &'static str, token: Option<String>, subargs: Vec<DocArg>) -> DocArg {
+    DocArg {
+        token,
+        subargs,
+        ..DocArg::new(name, ArgKind::Block)
+    }
+}
+
+/// One of `alternatives`.
+pub fn one_of(name: &'static str, alternatives: Vec<DocArg>) -> DocArg {
+    DocArg {
+        subargs: alternatives,
+        ..DocArg::new(name, ArgKind::OneOf)
+    }
 }
 
 /// `key params... [quantity] [MS] [PEEK]`, the grammar of a rate command.

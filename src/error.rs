@@ -29,6 +29,23 @@ pub enum CommandError {
         command: &'static str,
         problem: &'static str,
     },
+    /// `RL.ALL`: `numkeys` names more keys and limits than follow it.
+    TooFewLimits { numkeys: u64 },
+    /// `RL.ALL`: a key given twice.
+    DuplicateKey { key: String },
+    /// `RL.ALL`: a limit whose algorithm is not one the module knows.
+    UnknownAlgorithm {
+        position: usize,
+        token: String,
+        expected: String,
+    },
+    /// `RL.ALL`: the error of the limit at `position` (1-based), which uses
+    /// `algorithm`.
+    InLimit {
+        position: usize,
+        algorithm: &'static str,
+        error: Box<CommandError>,
+    },
     /// A write the server refused (e.g. out of memory).
     Storage { detail: &'static str },
     /// A bug caught by the panic guard.
@@ -74,6 +91,28 @@ impl fmt::Display for CommandError {
                     "ERR key '{key}' does not hold a valid {} state: {problem}",
                     command.to_ascii_uppercase()
                 )
+            }
+            CommandError::TooFewLimits { numkeys } => {
+                write!(f, "ERR numkeys is {numkeys}, but fewer keys and limits follow")
+            }
+            CommandError::DuplicateKey { key } => write!(f, "ERR key '{key}' is given twice"),
+            CommandError::UnknownAlgorithm {
+                position,
+                token,
+                expected,
+            } => write!(
+                f,
+                "ERR limit {position}: unknown algorithm '{token}' (expected {expected})"
+            ),
+            CommandError::InLimit {
+                position,
+                algorithm,
+                error,
+            } => {
+                let inner = error.to_string();
+                let inner = inner.strip_prefix("ERR ").unwrap_or(&inner);
+                let algorithm = algorithm.to_ascii_uppercase();
+                write!(f, "ERR limit {position} ({algorithm}): {inner}")
             }
             CommandError::Storage { detail } => write!(f, "ERR could not store the limiter state: {detail}"),
             CommandError::Internal => {

@@ -277,3 +277,166 @@ fn every_write_expires_when_the_limiter_is_rested() {
         );
     }
 }
+
+fn six(memory: &mut Memory, now: u64, args: &[&str]) -> [i64; 6] {
+    match call(memory, now, args) {
+        Ok(Reply::Six(fields)) => fields,
+        other => panic!("{args:?}: {other:?}"),
+    }
+}
+
+#[test]
+fn all_decides_every_limit_at_once_and_writes_only_when_all_allow() {
+    let mut m = Memory::default();
+    // 3 per 10 s and 5 per 60 s (both windows start at T0).
+    let both = ["RL.ALL", "2", "s", "m", "FIXED", "3", "10", "FIXED", "5", "60"];
+    assert_eq!(six(&mut m, T0, &both), [0, 3, 2, -1, 10, 1]);
+    assert_eq!(
+        six(&mut m, T0, &[&both[..], &["2"]].concat()),
+        [0, 3, 0, -1, 10, 1]
+    );
+    assert_eq!(m.take_replicated().len(), 4);
+    // The short window refuses: nothing is counted in the long one either.
+    let before = (m.get(b"s"), m.get(b"m"));
+    assert_eq!(six(&mut m, T0 + SEC, &both), [1, 3, 0, 9, 9, 1]);
+    assert_eq!((m.get(b"s"), m.get(b"m")), before);
+    assert!(m.take_replicated().is_empty());
+    // In the next short window the long one binds: 2 of 5 left, then none.
+    assert_eq!(
+        six(&mut m, T0 + 10 * SEC, &[&both[..], &["2"]].concat()),
+        [0, 5, 0, -1, 50, 2]
+    );
+    assert_eq!(six(&mut m, T0 + 11 * SEC, &both), [1, 5, 0, 49, 49, 2]);
+    // Each key holds what its own command would have written.
+    let mut alone = Memory::default();
+    five(&mut alone, T0, &["RL.FIXED", "m", "5", "60", "3"]);
+    five(&mut alone, T0 + 10 * SEC, &["RL.FIXED", "m", "5", "60", "2"]);
+    assert_eq!(m.get(b"m"), alone.get(b"m"));
+}
+
+#[test]
+fn all_and_the_single_command_are_the_same_limiter() {
+    let mut m = Memory::default();
+    let single = ["RL.GCRA", "k", "9", "10", "1"];
+    let all = ["RL.ALL", "1", "k", "gcra", "9", "10", "1"];
+    for (i, now) in [T0, T0 + 1, T0 + 50_000, T0 + 50_001, T0 + 99_999]
+        .into_iter()
+        .enumerate()
+    {
+        let reply = if i % 2 == 0 {
+            five(&mut m, now, &single)
+        } else {
+            six(&mut m, now, &all)[..5].try_into().unwrap()
+        };
+        let mut alone = Memory::default();
+        if let Some(entry) = m.get(b"k") {
+            alone.set(b"k", entry.value, entry.expire_at_ms);
+        }
+        // The next call answers the same either way.
+        assert_eq!(
+            five(&mut alone, now + 1, &[&single[..], &["PEEK"]].concat()),
+            six(&mut m, now + 1, &[&all[..], &["PEEK"]].concat())[..5],
+            "{reply:?}"
+        );
+    }
+}
+
+#[test]
+fn all_names_its_binding_limit() {
+    let mut m = Memory::default();
+    // Allowed: the fewest remaining binds (ties: the first).
+    let args = [
+        "RL.ALL",
+        "3",
+        "a",
+        "b",
+        "c",
+        "TOKEN_BUCKET",
+        "10",
+        "1",
+        "1",
+        "FIXED",
+        "4",
+        "60",
+        "SLIDING_LOG",
+        "4",
+        "120",
+    ];
+    assert_eq!(six(&mut m, T0, &args), [0, 4, 3, -1, 60, 2]);
+    assert_eq!(m.take_replicated().len(), 3);
+    // Refused by two: the longer wait binds (the log's unit leaves its
+    // window later than the fixed window ends), so that waiting it suffices.
+    assert_eq!(
+        six(&mut m, T0 + SEC, &[&args[..], &["4"]].concat()),
+        [1, 4, 3, 119, 119, 3]
+    );
+    // More than two limits allow can never pass: the first of those binds.
+    assert_eq!(
+        six(&mut m, T0 + SEC, &[&args[..], &["5"]].concat()),
+        [1, 4, 3, -1, 59, 2]
+    );
+    // A query and PEEK answer the same way and change nothing.
+    assert_eq!(
+        six(&mut m, T0 + SEC, &[&args[..], &["0"]].concat()),
+        [0, 4, 3, -1, 59, 2]
+    );
+    assert_eq!(
+        six(&mut m, T0 + SEC, &[&args[..], &["3", "PEEK"]].concat()),
+        [0, 4, 0, -1, 59, 2]
+    );
+    assert!(m.take_replicated().is_empty());
+}
+
+#[test]
+fn all_errors_name_the_limit_and_change_nothing() {
+    let mut m = Memory::default();
+    m.set(b"list", Value::Other, None);
+    m.set(b"bad", Value::String(b"nonsense".to_vec()), Some(9));
+    five(&mut m, T0, &["RL.FIXED", "ok", "5", "60"]);
+    m.take_replicated();
+    let before = m.keys.borrow().clone();
+    for (args, expected) in [
+        (&["RL.ALL", "0", "ok", "FIXED", "1", "1"][..], "ERR numkeys must be an integer from 1 to 100"),
+        (&["RL.ALL", "-1", "ok", "FIXED", "1", "1"], "ERR numkeys must be an integer from 1 to 100"),
+        (&["RL.ALL", "x", "ok", "FIXED", "1", "1"], "ERR numkeys must be an integer from 1 to 100"),
+        (&["RL.ALL", "5", "ok", "FIXED", "1", "1"], "ERR numkeys is 5, but fewer keys and limits follow"),
+        // Keys come first: here `FIXED` and `1` are keys, and `1` is no algorithm.
+        (
+            &["RL.ALL", "3", "ok", "FIXED", "1", "1"],
+            "ERR limit 1: unknown algorithm '1' (expected GCRA, TOKEN_BUCKET, FIXED, SLIDING_LOG or SLIDING_COUNTER)",
+        ),
+        (&["RL.ALL", "2", "ok", "n", "FIXED", "1", "1"], "ERR numkeys is 2, but fewer keys and limits follow"),
+        (&["RL.ALL", "2", "ok", "n", "FIXED", "1", "1", "GCRA", "1", "1"], "ERR numkeys is 2, but fewer keys and limits follow"),
+        (&["RL.ALL", "2", "ok", "ok", "FIXED", "1", "1", "FIXED", "1", "1"], "ERR key 'ok' is given twice"),
+        (
+            &["RL.ALL", "2", "ok", "n", "FIXED", "1", "1", "LEAKY", "1", "1"],
+            "ERR limit 2: unknown algorithm 'LEAKY' (expected GCRA, TOKEN_BUCKET, FIXED, SLIDING_LOG or SLIDING_COUNTER)",
+        ),
+        (
+            &["RL.ALL", "2", "ok", "n", "FIXED", "5", "60", "SLIDING_COUNTER", "5", "0"],
+            "ERR limit 2 (SLIDING_COUNTER): window must be an integer from 1 to 1000000000",
+        ),
+        (
+            &["RL.ALL", "1", "ok", "SLIDING_LOG", "10001", "1"],
+            "ERR limit 1 (SLIDING_LOG): limit must be an integer from 1 to 10000",
+        ),
+        (&["RL.ALL", "1", "ok", "FIXED", "5", "60", "FAST"], "ERR syntax error: unknown option 'FAST' (expected MS or PEEK)"),
+        (&["RL.ALL", "1", "ok", "FIXED", "5", "60", "-1"], "ERR quantity must be an integer from 0 to 1000000000"),
+        (
+            &["RL.ALL", "2", "ok", "list", "FIXED", "5", "60", "FIXED", "5", "60"],
+            "WRONGTYPE Operation against a key holding the wrong kind of value",
+        ),
+        (
+            &["RL.ALL", "2", "ok", "bad", "FIXED", "5", "60", "GCRA", "5", "1", "60"],
+            "ERR key 'bad' does not hold a valid RL.GCRA state: expected a theoretical arrival time",
+        ),
+        (
+            &["RL.ALL", "2", "ok", "ok2", "GCRA", "5", "1", "60", "FIXED", "5", "60"],
+            "ERR key 'ok' does not hold a valid RL.GCRA state: expected a theoretical arrival time",
+        ),
+    ] {
+        assert_eq!(call(&mut m, T0, args).unwrap_err().to_string(), expected, "{args:?}");
+        assert_eq!(*m.keys.borrow(), before, "{args:?}");
+        assert!(m.take_replicated().is_empty(), "{args:?}");
+    }
+}

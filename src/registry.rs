@@ -3,6 +3,7 @@
 //!
 //! A rate algorithm is one core file, one codec file and one row here.
 
+use crate::all;
 use crate::args::{duration, number};
 use crate::codec::{FixedWindowCodec, GcraCodec, SlidingCounterCodec, SlidingLogCodec, TokenBucketCodec};
 use crate::config;
@@ -39,6 +40,8 @@ pub struct Row {
 pub enum Keys {
     /// The first argument, alone.
     First,
+    /// `numkeys` at the first argument, then that many keys.
+    Counted,
 }
 
 /// How a command runs.
@@ -47,6 +50,8 @@ pub enum Kind {
     Rate(&'static dyn Rate),
     /// redis-cell's `CL.THROTTLE`: `RL.GCRA` with redis-cell's grammar.
     ClThrottle,
+    /// `RL.ALL`: several rate limits, one decision.
+    All,
 }
 
 impl Row {
@@ -56,6 +61,8 @@ impl Row {
         match &self.kind {
             Kind::Rate(rate) => -(2 + rate.params().len() as i32),
             Kind::ClThrottle => -5,
+            // The name, numkeys, a key, an algorithm and its parameters.
+            Kind::All => -6,
         }
     }
 
@@ -68,6 +75,23 @@ impl Row {
                 args.truncate(1 + GCRA.params.len() + 1);
                 args
             }
+            Kind::All => {
+                let algorithms = rates()
+                    .map(|(row, rate)| {
+                        let name = all::algorithm(row);
+                        let token = Some(name.to_ascii_uppercase());
+                        docs::block(name, token, docs::params(rate.params()).collect())
+                    })
+                    .collect();
+                [
+                    DocArg::integer("numkeys"),
+                    DocArg::key("key").multiple(),
+                    docs::one_of("limit", algorithms).multiple(),
+                ]
+                .into_iter()
+                .chain(docs::options())
+                .collect()
+            }
         }
     }
 }
@@ -77,6 +101,7 @@ pub fn run<S: Keyspace>(row: &Row, args: &[&[u8]], now: Instant, keys: &S) -> Re
     match row.kind {
         Kind::Rate(rate) => rate::command(row, rate, args, now, keys),
         Kind::ClThrottle => cl_throttle(row, args, now, keys),
+        Kind::All => all::command(row, args, now, keys),
     }
 }
 
@@ -96,7 +121,7 @@ const GCRA: Algorithm<GcraCodec, 3> = Algorithm {
     build: |[max_burst, count, period]| Gcra::new(max_burst, count, period),
 };
 
-pub static COMMANDS: [Row; 6] = [
+pub static COMMANDS: [Row; 7] = [
     Row {
         name: "rl.gcra",
         summary: "Rate limit with GCRA (as redis-cell): count per period, bursts of max_burst + 1",
@@ -184,6 +209,19 @@ pub static COMMANDS: [Row; 6] = [
         enabled: always,
     },
     Row {
+        name: "rl.all",
+        summary:
+            "Decide several rate limits at once: allowed only if every limit allows, and only then counted",
+        complexity: "O(N) where N is the number of keys, plus each limit's own",
+        flags: "write deny-oom",
+        categories: "write ratelimit",
+        keys: Keys::Counted,
+        kind: Kind::All,
+        info: "all",
+        stats: Stats::new(RATE_STATS),
+        enabled: always,
+    },
+    Row {
         name: "cl.throttle",
         summary: "redis-cell's command: RL.GCRA with redis-cell's grammar (no options)",
         complexity: "O(1)",
@@ -201,7 +239,7 @@ pub static COMMANDS: [Row; 6] = [
 pub fn rates() -> impl Iterator<Item = (&'static Row, &'static dyn Rate)> {
     COMMANDS.iter().filter_map(|row| match row.kind {
         Kind::Rate(rate) => Some((row, rate)),
-        Kind::ClThrottle => None,
+        Kind::ClThrottle | Kind::All => None,
     })
 }
 

@@ -7,6 +7,8 @@ pub enum Reply {
     /// redis-cell's five integers: blocked, limit, remaining, retry_after,
     /// reset.
     Five([i64; 5]),
+    /// The five, then one more (the binding limit's position in `RL.ALL`).
+    Six([i64; 6]),
 }
 
 impl Reply {
@@ -15,11 +17,17 @@ impl Reply {
         Reply::Five(decision.to_reply(unit))
     }
 
+    /// The five integers of `decision`, then `sixth`.
+    pub fn six(decision: &Decision, unit: TimeUnit, sixth: i64) -> Reply {
+        let [a, b, c, d, e] = decision.to_reply(unit);
+        Reply::Six([a, b, c, d, e, sixth])
+    }
+
     /// Whether the request was refused (`None` for a reply that says
     /// neither).
     pub fn blocked(&self) -> Option<bool> {
         match self {
-            Reply::Five([blocked, ..]) => Some(*blocked == 1),
+            Reply::Five([blocked, ..]) | Reply::Six([blocked, ..]) => Some(*blocked == 1),
         }
     }
 }

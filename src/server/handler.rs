@@ -121,6 +121,7 @@ unsafe fn reply(api: &Api, ctx: *mut raw::RedisModuleCtx, result: Result<Reply, 
     };
     match result {
         Ok(Reply::Five(fields)) => integers(&fields),
+        Ok(Reply::Six(fields)) => integers(&fields),
         Err(error) => {
             // Messages quote input only through `printable`, which escapes
             // NUL; the fallback is for a message that would still hold one.

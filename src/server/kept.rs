@@ -20,14 +20,14 @@ use redis_module::raw;
 use std::ffi::c_void;
 use std::os::raw::{c_char, c_int, c_longlong};
 use std::ptr::{null_mut, NonNull};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 static PXAT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(null_mut());
-/// The expiry of the last write; its identity is the instant.
-static EXPIRY: Kept<1> = Kept::new();
-/// The value of the last new key; its identity is its length and its bytes
-/// as words.
-static VALUE: Kept<{ 1 + WORDS }> = Kept::new();
+/// The expiries of the last writes; their identity is the instant.
+static EXPIRY: Cache<1> = Cache::new();
+/// The values of the last new keys; their identity is their length and
+/// their bytes as words.
+static VALUE: Cache<{ 1 + WORDS }> = Cache::new();
 static SHARING: AtomicBool = AtomicBool::new(true);
 
 /// A string object the module keeps, and the identity of its content: `N`
@@ -45,6 +45,17 @@ impl<const N: usize> Kept<N> {
         }
     }
 
+    /// The kept object if its identity is `id`.
+    fn hit(&self, id: &[u64; N]) -> Option<*mut raw::RedisModuleString> {
+        let kept = self.object.load(Ordering::Relaxed);
+        let same = self
+            .id
+            .iter()
+            .zip(id)
+            .all(|(w, v)| w.load(Ordering::Relaxed) == *v);
+        (!kept.is_null() && same).then_some(kept)
+    }
+
     /// The kept object when its identity is `id`; else the one `make`
     /// creates, which is kept instead (null if it could not be made).
     fn get(
@@ -52,14 +63,7 @@ impl<const N: usize> Kept<N> {
         id: [u64; N],
         make: impl FnOnce() -> *mut raw::RedisModuleString,
     ) -> *mut raw::RedisModuleString {
-        let kept = self.object.load(Ordering::Relaxed);
-        if !kept.is_null()
-            && self
-                .id
-                .iter()
-                .zip(id)
-                .all(|(w, v)| w.load(Ordering::Relaxed) == v)
-        {
+        if let Some(kept) = self.hit(&id) {
             return kept;
         }
         let fresh = make();
@@ -75,6 +79,45 @@ impl<const N: usize> Kept<N> {
     /// Release the kept object.
     fn clear(&self) {
         release(self.object.swap(null_mut(), Ordering::Relaxed));
+    }
+}
+
+/// A few kept objects: a command of `RL.ALL` writes several keys, each with
+/// its own expiry (and first state), and each finds its own here.
+struct Cache<const N: usize> {
+    slots: [Kept<N>; CACHE_SLOTS],
+    /// The slot a miss replaces next (round robin).
+    next: AtomicUsize,
+}
+
+const CACHE_SLOTS: usize = 4;
+
+impl<const N: usize> Cache<N> {
+    const fn new() -> Self {
+        Cache {
+            slots: [const { Kept::new() }; CACHE_SLOTS],
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// The kept object of identity `id`, else the one `make` creates, which
+    /// replaces the oldest.
+    fn get(
+        &self,
+        id: [u64; N],
+        make: impl FnOnce() -> *mut raw::RedisModuleString,
+    ) -> *mut raw::RedisModuleString {
+        if let Some(kept) = self.slots.iter().find_map(|slot| slot.hit(&id)) {
+            return kept;
+        }
+        let victim = self.next.fetch_add(1, Ordering::Relaxed) % CACHE_SLOTS;
+        self.slots[victim].get(id, make)
+    }
+
+    fn clear(&self) {
+        for slot in &self.slots {
+            slot.clear();
+        }
     }
 }
 

@@ -70,13 +70,17 @@ impl Keyspace for ServerKeys<'_> {
         Self: 's;
 
     fn open(&self, arg: usize) -> Result<ServerKey<'_>, CommandError> {
-        let name = *self.argv.get(arg).ok_or(CommandError::Internal)?;
+        let Some(&name) = self.argv.get(arg) else {
+            return Err(CommandError::Internal);
+        };
         let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
         // SAFETY: the context and the key argument are the running command's.
         let key = unsafe { (self.api.open_key)(self.ctx, name, mode) };
-        let key = NonNull::new(key).ok_or(CommandError::Storage {
-            detail: "could not open the key",
-        })?;
+        let Some(key) = NonNull::new(key) else {
+            return Err(CommandError::Storage {
+                detail: "could not open the key",
+            });
+        };
         Ok(ServerKey {
             ctx: self.ctx,
             name,

@@ -27,6 +27,9 @@ pub fn create_commands(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
         }
         let (first, last, step) = match row.keys {
             Keys::First => (1, 1, 1),
+            // Found through the key spec (`COMMAND DOCS`), which the
+            // server reads for keys, Cluster slots and ACL patterns.
+            Keys::Counted => (0, 0, 0),
         };
         let (name, flags) = (c_string(row.name), c_string(row.flags));
         // SAFETY: called from OnLoad with the module's context; the strings
@@ -87,6 +90,8 @@ impl Arena {
             ArgKind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
             ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
             ArgKind::PureToken => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
+            ArgKind::Block => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK,
+            ArgKind::OneOf => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF,
         };
         let mut flags = 0;
         if arg.optional {
@@ -99,7 +104,7 @@ impl Arena {
             name: self.text(arg.name),
             type_,
             key_spec_index: arg.key_spec.map_or(-1, |i| i as c_int),
-            token: arg.token.map_or(null(), |t| self.text(t)),
+            token: arg.token.as_deref().map_or(null(), |t| self.text(t)),
             summary: null(),
             since: null(),
             flags: flags as c_int,
@@ -129,6 +134,13 @@ fn key_specs(row: &Row) -> [raw::RedisModuleCommandKeySpec; 2] {
             specs[0].fk.range.lastkey = 0;
             specs[0].fk.range.keystep = 1;
             specs[0].fk.range.limit = 0;
+        }
+        Keys::Counted => {
+            // `numkeys` at argument 1, the keys right after it.
+            specs[0].find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM;
+            specs[0].fk.keynum.keynumidx = 0;
+            specs[0].fk.keynum.firstkey = 1;
+            specs[0].fk.keynum.keystep = 1;
         }
     }
     specs

@@ -1,0 +1,252 @@
+//! `RL.ALL`: several limits, one decision.
+//!
+//! ```text
+//! RL.ALL numkeys key [key ...] algorithm params [algorithm params ...] [quantity] [MS] [PEEK]
+//! ```
+//!
+//! Every limit is judged at one instant, each exactly as its own command
+//! would judge it on its key; the request is allowed iff every limit allows
+//! it, and only then is anything written (each key as its own command would
+//! write it). The reply is the binding limit's five integers and its
+//! position.
+
+use crate::args::{self, Options};
+use crate::error::{printable, CommandError};
+use crate::rate::{Judged, Rate};
+use crate::registry::{self, Kind, Row};
+use crate::reply::Reply;
+use crate::stats::Field;
+use crate::store::{Key, Keyspace};
+use rl_core::{Decision, Instant, RetryAfter};
+
+/// The most keys one call may name.
+pub const MAX_KEYS: u64 = 100;
+
+/// One limit of the request: its algorithm and the arguments that
+/// parameterise it.
+#[derive(Clone, Copy)]
+struct Limit<'a> {
+    row: &'static Row,
+    rate: &'static dyn Rate,
+    params: &'a [&'a [u8]],
+}
+
+/// `args[0]` is the command's name.
+pub fn command<S: Keyspace>(
+    row: &Row,
+    args: &[&[u8]],
+    now: Instant,
+    keys: &S,
+) -> Result<Reply, CommandError> {
+    let (limits, options) = parse(row, args)?;
+    // Judge every limit before writing any.
+    let mut judged: Vec<(S::Key<'_>, Judged)> = Vec::with_capacity(limits.len());
+    for (i, limit) in limits.iter().enumerate() {
+        let mut key = keys.open(2 + i)?;
+        let decision = limit
+            .rate
+            .judge(limit.row, limit.params, &options, now, &mut key)
+            .map_err(|error| in_limit(i + 1, &limit, error))?;
+        judged.push((key, decision));
+    }
+    let binding = binding(judged.iter().map(|(_, j)| &j.decision));
+    let Some(decision) = judged.get(binding).map(|(_, j)| j.decision) else {
+        return Err(CommandError::Internal);
+    };
+    if !judged.iter().any(|(_, j)| j.decision.blocked) {
+        for ((key, judged), limit) in judged.iter_mut().zip(limits.iter()) {
+            if let Some(write) = &judged.write {
+                key.write(write);
+                if judged.logged > 0 {
+                    limit.row.stats.add(Field::EntriesWritten, judged.logged);
+                }
+            }
+        }
+    }
+    Ok(Reply::six(&decision, options.unit, binding as i64 + 1))
+}
+
+/// The keys' limits and the options, checked before any key is read.
+fn parse<'a>(row: &Row, args: &'a [&'a [u8]]) -> Result<(Few<Limit<'a>>, Options), CommandError> {
+    let Some(numkeys) = args.get(1) else {
+        return Err(CommandError::WrongArity { command: row.name });
+    };
+    let numkeys = args::number("numkeys", 1, MAX_KEYS).parse(numkeys, rl_core::TimeUnit::Seconds)?;
+    let too_few = CommandError::TooFewLimits { numkeys };
+    // At most 100: fits.
+    let n = numkeys as usize;
+    let names = args.get(2..2 + n).ok_or_else(|| too_few.clone())?;
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            return Err(CommandError::DuplicateKey { key: printable(name) });
+        }
+    }
+    let mut limits = Few::new();
+    let mut at = 2 + n;
+    for position in 1..=n {
+        let token = args.get(at).ok_or_else(|| too_few.clone())?;
+        let (row, rate) = find_algorithm(token).ok_or_else(|| CommandError::UnknownAlgorithm {
+            position,
+            token: printable(token),
+            expected: expected(),
+        })?;
+        let count = rate.params().len();
+        let params = args.get(at + 1..at + 1 + count).ok_or_else(|| too_few.clone())?;
+        limits.push(Limit { row, rate, params });
+        at += 1 + count;
+    }
+    let options = args::options(&args[at..])?;
+    Ok((limits, options))
+}
+
+/// An algorithm's name in `RL.ALL`: its command's, without `rl.`.
+pub fn algorithm(row: &Row) -> &'static str {
+    row.name.strip_prefix("rl.").unwrap_or(row.name)
+}
+
+/// The rate algorithm `token` names, in any case: the row whose command is
+/// `rl.` and the token.
+fn find_algorithm(token: &[u8]) -> Option<(&'static Row, &'static dyn Rate)> {
+    registry::COMMANDS.iter().find_map(|row| {
+        // The length first: it rules out all rows but one or two.
+        if row.name.len() != token.len() + 3 {
+            return None;
+        }
+        let Kind::Rate(rate) = row.kind else {
+            return None;
+        };
+        let name = row.name.as_bytes().get(3..)?;
+        // The names are lower-case letters and `_`: a token byte matches its
+        // own value or, for a letter, its upper case.
+        let same = name
+            .iter()
+            .zip(token)
+            .all(|(&n, &t)| t == n || (n.is_ascii_lowercase() && t == n - 32));
+        (same && row.name.starts_with("rl.")).then_some((row, rate))
+    })
+}
+
+/// The algorithms `RL.ALL` knows, for the error that names another.
+fn expected() -> String {
+    let names: Vec<String> = registry::rates()
+        .map(|(row, _)| algorithm(row).to_ascii_uppercase())
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// A parameter's error names the limit it belongs to; a key's (another
+/// type, a corrupt state) names the key already.
+fn in_limit(position: usize, limit: &Limit<'_>, error: CommandError) -> CommandError {
+    match error {
+        CommandError::BadNumber { .. } | CommandError::WrongArity { .. } => CommandError::InLimit {
+            position,
+            algorithm: algorithm(limit.row),
+            error: Box::new(error),
+        },
+        other => other,
+    }
+}
+
+/// The limit whose answer the reply carries (its index). Refused: the
+/// refusing limit that asks to wait longest (never counts as longest), so
+/// that a client that waits its `retry_after` finds every limit willing.
+/// Allowed, or a query: the one with the fewest `remaining`. Ties: the
+/// first.
+fn binding<'d>(decisions: impl Iterator<Item = &'d Decision> + Clone) -> usize {
+    let wait = |d: &Decision| match d.retry_after {
+        RetryAfter::Never => None,
+        RetryAfter::After(t) => Some(t),
+        RetryAfter::Allowed => Some(rl_core::Micros::ZERO),
+    };
+    let longer = |a: &Decision, b: &Decision| match (wait(a), wait(b)) {
+        (None, Some(_)) => true,
+        (Some(a), Some(b)) => a > b,
+        _ => false,
+    };
+    let refused = decisions.clone().any(|d| d.blocked);
+    let mut best: Option<(usize, &Decision)> = None;
+    for (i, d) in decisions.enumerate() {
+        let better = match best {
+            None => true,
+            Some((_, current)) if refused => d.blocked && (!current.blocked || longer(d, current)),
+            Some((_, current)) => d.remaining < current.remaining,
+        };
+        if better {
+            best = Some((i, d));
+        }
+    }
+    best.map_or(0, |(i, _)| i)
+}
+
+/// The limits a request names inline, up to this many; more go on the
+/// heap.
+const INLINE_LIMITS: usize = 8;
+
+/// A short list of small `Copy` items that does not allocate for the usual
+/// few limits.
+struct Few<T: Copy> {
+    inline: [Option<T>; INLINE_LIMITS],
+    len: usize,
+    heap: Vec<T>,
+}
+
+impl<T: Copy> Few<T> {
+    fn new() -> Self {
+        Few {
+            inline: [None; INLINE_LIMITS],
+            len: 0,
+            heap: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, item: T) {
+        match self.inline.get_mut(self.len) {
+            Some(slot) => *slot = Some(item),
+            None => self.heap.push(item),
+        }
+        self.len += 1;
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn iter(&self) -> impl Iterator<Item = T> + '_ {
+        let inline = &self.inline[..self.len.min(INLINE_LIMITS)];
+        inline.iter().flatten().chain(&self.heap).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rl_core::Micros;
+
+    fn d(blocked: bool, remaining: u64, retry_after: RetryAfter) -> Decision {
+        Decision {
+            blocked,
+            limit: 10,
+            remaining,
+            retry_after,
+            reset: Micros::ZERO,
+        }
+    }
+
+    #[test]
+    fn the_binding_limit() {
+        let allowed = |remaining| d(false, remaining, RetryAfter::Allowed);
+        let refused = |micros| d(true, 0, RetryAfter::After(Micros(micros)));
+        let never = d(true, 0, RetryAfter::Never);
+        let pick = |ds: &[Decision]| binding(ds.iter());
+        assert_eq!(pick(&[allowed(5)]), 0);
+        assert_eq!(pick(&[allowed(5), allowed(3), allowed(3)]), 1);
+        assert_eq!(pick(&[allowed(0), refused(10)]), 1);
+        assert_eq!(pick(&[refused(10), refused(30), refused(30), allowed(0)]), 1);
+        assert_eq!(pick(&[refused(10), never, refused(30), never]), 1);
+        assert_eq!(pick(&[never, refused(10)]), 0);
+    }
+}
