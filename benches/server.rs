@@ -25,6 +25,10 @@
 //! 200000; a run at pipeline 1 makes a fifth of them), `RL_CELL_MODULE`,
 //! `RL_BENCH_CALLGRIND`.
 
+// The integration tests' harness, for its table of the module's commands.
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -270,33 +274,25 @@ fn workloads(server: &Server) -> Vec<Workload> {
             "set",
             &["SET", "{key}", "1763700000000000123", "PXAT", far_future],
         ),
-        w("RL.GCRA", "rl.gcra", &["RL.GCRA", "{key}", "99", "100", "1"]),
-        w(
-            "RL.TOKEN_BUCKET",
-            "rl.token_bucket",
-            &["RL.TOKEN_BUCKET", "{key}", "100", "100", "1"],
-        ),
-        w("RL.FIXED", "rl.fixed", &["RL.FIXED", "{key}", "100", "1"]),
-        w(
-            "RL.SLIDING_LOG",
-            "rl.sliding_log",
-            &["RL.SLIDING_LOG", "{key}", "100", "1"],
-        ),
-        w(
-            "RL.SLIDING_COUNTER",
-            "rl.sliding_counter",
-            &["RL.SLIDING_COUNTER", "{key}", "100", "1"],
-        ),
     ];
+    // Every command the module registers by default, at one rate: bursts
+    // of 100, and 100 per second.
+    let rate = |sample: &common::Sample| sample.rate(100, "1");
+    for sample in common::rate_commands() {
+        let mut args = vec![sample.name, "{key}"];
+        let params = rate(sample);
+        args.extend(params.iter().map(String::as_str));
+        list.push(w(sample.name, &sample.lower(), &args));
+    }
+    // The same algorithms in Lua, where `benches/lua` has them.
     let lua_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/lua");
-    for (file, params) in [
-        ("gcra", &["99", "100", "1"][..]),
-        ("token_bucket", &["100", "100", "1"]),
-        ("fixed", &["100", "1"]),
-        ("sliding_log", &["100", "1"]),
-        ("sliding_counter", &["100", "1"]),
-    ] {
-        let script = std::fs::read_to_string(lua_dir.join(format!("{file}.lua"))).unwrap();
+    for sample in common::rate_commands() {
+        let lower = sample.lower();
+        let file = lower.strip_prefix("rl.").unwrap_or(&lower);
+        let Ok(script) = std::fs::read_to_string(lua_dir.join(format!("{file}.lua"))) else {
+            continue;
+        };
+        let params = rate(sample);
         let mut con = server.connection();
         let sha: String = redis::cmd("SCRIPT")
             .arg("LOAD")
@@ -304,15 +300,16 @@ fn workloads(server: &Server) -> Vec<Workload> {
             .query(&mut con)
             .unwrap();
         let mut args = vec!["EVALSHA", sha.as_str(), "1", "{key}"];
-        args.extend_from_slice(params);
+        args.extend(params.iter().map(String::as_str));
         list.push(w(&format!("Lua {file}"), "evalsha", &args));
     }
+    // redis-cell's own command, with the grammar the module's drop-in copies.
     if std::env::var("RL_CELL_MODULE").is_ok() {
-        list.push(w(
-            "CL.THROTTLE (redis-cell)",
-            "cl.throttle",
-            &["CL.THROTTLE", "{key}", "99", "100", "1"],
-        ));
+        let cell = common::sample("CL.THROTTLE");
+        let mut args = vec![cell.name, "{key}"];
+        let params = rate(cell);
+        args.extend(params.iter().map(String::as_str));
+        list.push(w("CL.THROTTLE (redis-cell)", &cell.lower(), &args));
     }
     list
 }

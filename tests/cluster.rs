@@ -1,11 +1,12 @@
 //! Redis Cluster: three masters on loopback, each with the module, slots
 //! assigned by `redis-cli --cluster create` (`RL_CLI_BIN`, default
-//! `redis-cli`); a cluster-aware client drives all five commands over keys in
-//! many slots.
+//! `redis-cli`); a cluster-aware client drives every command of
+//! `common::COMMANDS` the module registers by default over keys in many
+//! slots.
 
 mod common;
 
-use common::{cmd, Server};
+use common::{cmd, rate_commands, Reply, Server, SAMPLE_LIMIT};
 use redis::cluster::ClusterClient;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -18,7 +19,7 @@ fn cluster_state_ok(s: &Server) -> bool {
 }
 
 #[test]
-fn all_five_commands_route_and_run_in_a_cluster() {
+fn every_command_routes_and_runs_in_a_cluster() {
     let args = [
         "--cluster-enabled",
         "yes",
@@ -49,46 +50,48 @@ fn all_five_commands_route_and_run_in_a_cluster() {
 
     let client = ClusterClient::new(nodes.iter().map(Server::url).collect::<Vec<_>>()).unwrap();
     let mut c = client.get_connection().unwrap();
-    // The epoch-aligned windows are 10^9 s long, so no window ends between
-    // one key's calls (the next boundary is in 2033).
-    let commands: [(&str, &[&str]); 5] = [
-        ("RL.GCRA", &["2", "1", "3600"]),
-        ("RL.TOKEN_BUCKET", &["3", "1", "3600"]),
-        ("RL.FIXED", &["3", "1000000000"]),
-        ("RL.SLIDING_LOG", &["3", "3600"]),
-        ("RL.SLIDING_COUNTER", &["3", "1000000000"]),
-    ];
+    // Nothing in the samples refills or ends between one key's calls: each
+    // key allows `SAMPLE_LIMIT` calls, then refuses.
+    let commands: Vec<(&str, &[&str])> = rate_commands().map(|s| (s.name, s.args)).collect();
     for i in 0..60 {
-        for (name, params) in commands {
+        for &(name, params) in &commands {
             let key = format!("{}:user:{i}", name.to_lowercase());
-            for expected_remaining in [2, 1, 0] {
-                let reply: Vec<i64> = redis::cmd(name).arg(&key).arg(params).query(&mut c).unwrap();
-                assert_eq!(reply[..3], [0, 3, expected_remaining], "{name} {key}");
+            for expected_remaining in (0..SAMPLE_LIMIT).rev() {
+                let reply: Reply = redis::cmd(name).arg(&key).arg(params).query(&mut c).unwrap();
+                assert_eq!(
+                    reply.counts(),
+                    (false, SAMPLE_LIMIT, expected_remaining),
+                    "{name} {key}"
+                );
             }
-            let reply: Vec<i64> = redis::cmd(name).arg(&key).arg(params).query(&mut c).unwrap();
-            assert_eq!(reply[..3], [1, 3, 0], "{name} {key}");
+            let reply: Reply = redis::cmd(name).arg(&key).arg(params).query(&mut c).unwrap();
+            assert_eq!(reply.counts(), (true, SAMPLE_LIMIT, 0), "{name} {key}");
         }
     }
-    // Every node holds a share of the 300 limiters.
+    // Every node holds a share of the limiters, 60 per command.
     let counts: Vec<i64> = nodes
         .iter()
         .map(|n| cmd(&["DBSIZE"]).query(&mut n.client()).unwrap())
         .collect();
-    assert_eq!(counts.iter().sum::<i64>(), 300, "{counts:?}");
+    assert_eq!(
+        counts.iter().sum::<i64>(),
+        60 * commands.len() as i64,
+        "{counts:?}"
+    );
     assert!(counts.iter().all(|&n| n > 0), "{counts:?}");
 
     // One user's limiters kept together with a hash tag.
-    for (name, params) in commands {
+    for &(name, params) in &commands {
         let key = format!("{{user:42}}:{}", name.to_lowercase());
-        let reply: Vec<i64> = redis::cmd(name).arg(&key).arg(params).query(&mut c).unwrap();
-        assert_eq!(reply[..3], [0, 3, 2]);
+        let reply: Reply = redis::cmd(name).arg(&key).arg(params).query(&mut c).unwrap();
+        assert_eq!(reply.counts(), (false, SAMPLE_LIMIT, SAMPLE_LIMIT - 1), "{name}");
     }
     let slot: i64 = redis::cmd("CLUSTER")
         .arg("KEYSLOT")
         .arg("{user:42}:rl.gcra")
         .query(&mut c)
         .unwrap();
-    for (name, _) in commands {
+    for &(name, _) in &commands {
         let other: i64 = redis::cmd("CLUSTER")
             .arg("KEYSLOT")
             .arg(format!("{{user:42}}:{}", name.to_lowercase()))
@@ -99,7 +102,7 @@ fn all_five_commands_route_and_run_in_a_cluster() {
 
     // The server knows where the key is, for routing and ACLs.
     let mut direct = nodes[0].client();
-    for (name, params) in commands {
+    for &(name, params) in &commands {
         let mut getkeys = redis::cmd("COMMAND");
         getkeys.arg("GETKEYS").arg(name).arg("some:key").arg(params);
         let keys: Vec<String> = getkeys.query(&mut direct).unwrap();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{cmd, error, five, snapshot, Server};
+use common::{cmd, error, five, rate_commands, snapshot, Reply, Sample, Server, COMMANDS};
 use redis::{Connection, ConnectionLike, Value};
 
 /// A small deterministic PRNG (xorshift64*), so a failure replays exactly.
@@ -25,14 +25,6 @@ impl Rng {
         &items[self.below(items.len())]
     }
 }
-
-const COMMANDS: [&str; 5] = [
-    "RL.GCRA",
-    "RL.TOKEN_BUCKET",
-    "RL.FIXED",
-    "RL.SLIDING_LOG",
-    "RL.SLIDING_COUNTER",
-];
 
 /// Tokens meant to break parsers.
 fn nasty_token(rng: &mut Rng) -> Vec<u8> {
@@ -94,7 +86,8 @@ fn nasty_token(rng: &mut Rng) -> Vec<u8> {
 /// Half the time pure noise; otherwise a well-formed call (positionals,
 /// quantity, options in any order) with a few tokens replaced, inserted or
 /// dropped, so that both replies and errors are exercised.
-fn random_vector(rng: &mut Rng, name: &str) -> Vec<Vec<u8>> {
+fn random_vector(rng: &mut Rng, sample: &Sample) -> Vec<Vec<u8>> {
+    let name = sample.name;
     let mut args: Vec<Vec<u8>> = Vec::new();
     match rng.below(10) {
         0 => {}
@@ -108,13 +101,8 @@ fn random_vector(rng: &mut Rng, name: &str) -> Vec<Vec<u8>> {
         }
         return args;
     }
-    let positionals = if name == "RL.GCRA" || name == "RL.TOKEN_BUCKET" {
-        3
-    } else {
-        2
-    };
-    for i in 0..positionals {
-        let low = if name == "RL.GCRA" && i == 0 { 0 } else { 1 };
+    for param in sample.params {
+        let low = if *param == "max_burst" { 0 } else { 1 };
         args.push((low + rng.next() % 20).to_string().into_bytes());
     }
     if rng.below(2) == 0 {
@@ -145,7 +133,9 @@ fn setup_keys(c: &mut Connection) {
     five(c, &["RL.GCRA", "fz:gcra", "5", "1", "3600"]);
 }
 
-/// Check one reply against the spec's invariants.
+/// Check one raw reply against the spec's invariants: five integers (a
+/// `Reply`, so `blocked` is 0 or 1), then each field. `args` starts with
+/// the command's name.
 fn check_reply(args: &[Vec<u8>], reply: &Value) {
     let Value::Array(items) = reply else {
         panic!("{args:?}: not an array: {reply:?}");
@@ -157,30 +147,26 @@ fn check_reply(args: &[Vec<u8>], reply: &Value) {
             other => panic!("{args:?}: not an integer: {other:?}"),
         })
         .collect();
-    let [blocked, limit, remaining, retry_after, reset] = fields[..] else {
-        panic!("{args:?}: not five integers: {fields:?}");
-    };
-    assert!(blocked == 0 || blocked == 1, "{args:?}: {fields:?}");
-    assert!(limit >= 1, "{args:?}: {fields:?}");
-    assert!((0..=limit).contains(&remaining), "{args:?}: {fields:?}");
-    assert!(reset >= 0, "{args:?}: {fields:?}");
-    if blocked == 0 {
-        assert_eq!(retry_after, -1, "{args:?}: {fields:?}");
+    let r = Reply::try_from(fields).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    assert!(r.limit >= 1, "{args:?}: {r:?}");
+    assert!((0..=r.limit).contains(&r.remaining), "{args:?}: {r:?}");
+    assert!(r.reset >= 0, "{args:?}: {r:?}");
+    if !r.blocked {
+        assert_eq!(r.retry_after, -1, "{args:?}: {r:?}");
     } else {
-        assert!(retry_after >= -1, "{args:?}: {fields:?}");
+        assert!(r.retry_after >= -1, "{args:?}: {r:?}");
         // -1 on a refusal means "never": only when quantity > limit. The
         // quantity is the token after the key and positionals, if numeric.
-        let positionals = if args[0] == b"RL.GCRA" || args[0] == b"RL.TOKEN_BUCKET" {
-            3
-        } else {
-            2
-        };
+        let sample = COMMANDS
+            .iter()
+            .find(|s| s.name.as_bytes() == args[0])
+            .unwrap_or_else(|| panic!("{args:?}: not a command of COMMANDS"));
         let quantity = args
-            .get(2 + positionals)
+            .get(2 + sample.params.len())
             .and_then(|t| std::str::from_utf8(t).ok())
             .and_then(|t| t.parse::<i64>().ok())
             .unwrap_or(1);
-        assert_eq!(retry_after == -1, quantity > limit, "{args:?}: {fields:?}");
+        assert_eq!(r.retry_after == -1, quantity > r.limit, "{args:?}: {r:?}");
     }
 }
 
@@ -204,13 +190,15 @@ fn random_arguments_never_crash_or_corrupt() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000usize);
     let (mut replies, mut errors) = (0usize, 0usize);
+    let commands: Vec<&Sample> = rate_commands().collect();
     let batch = 500;
     for _ in 0..total.div_ceil(batch) {
         let mut pipe = redis::pipe();
         let mut vectors = Vec::with_capacity(batch);
         for _ in 0..batch {
-            let name = *rng.pick(&COMMANDS);
-            let args = random_vector(&mut rng, name);
+            let sample = *rng.pick(&commands);
+            let name = sample.name;
+            let args = random_vector(&mut rng, sample);
             let key = args.first().cloned().unwrap_or_default();
             // Before and after, atomically: the key's value and expiry.
             pipe.cmd("MULTI");
@@ -300,14 +288,11 @@ fn random_arguments_never_crash_or_corrupt() {
 fn corrupt_states_are_reported_and_kept() {
     let s = Server::start();
     let mut c = s.client();
-    let valid: Vec<(&str, &[&str])> = vec![
-        ("RL.GCRA", &["5", "3", "3600"]),
-        ("RL.GCRA", &["5", "17", "3600"]),
-        ("RL.TOKEN_BUCKET", &["5", "1", "3600"]),
-        ("RL.FIXED", &["5", "1000000000"]),
-        ("RL.SLIDING_LOG", &["5", "3600"]),
-        ("RL.SLIDING_COUNTER", &["5", "1000000000"]),
-    ];
+    // Each command's sample (nothing in it refills or ends during the
+    // test), and GCRA's fraction form too (17 per hour: T is no whole
+    // number of ticks).
+    let mut valid: Vec<(&str, &[&str])> = rate_commands().map(|s| (s.name, s.args)).collect();
+    valid.push(("RL.GCRA", &["5", "17", "3600"]));
     // Real states of every algorithm, to truncate and to cross-feed.
     let mut samples: Vec<Vec<u8>> = Vec::new();
     for (i, (name, params)) in valid.iter().enumerate() {
@@ -429,21 +414,12 @@ fn acl_key_patterns_apply() {
         .unwrap()
         .get_connection()
         .unwrap();
-    for (name, params) in [
-        ("RL.GCRA", &["1", "1", "60"][..]),
-        ("RL.TOKEN_BUCKET", &["1", "1", "60"]),
-        ("RL.FIXED", &["1", "60"]),
-        ("RL.SLIDING_LOG", &["1", "60"]),
-        ("RL.SLIDING_COUNTER", &["1", "60"]),
-    ] {
-        let mut args = vec![name, "other:x"];
-        args.extend_from_slice(params);
-        let e = error(&mut c, &args);
+    for sample in rate_commands() {
+        let name = sample.name;
+        let e = error(&mut c, &sample.call("other:x", &[]));
         assert!(e.starts_with("NOPERM"), "{name}: {e}");
         let key = format!("allowed:{name}");
-        let mut args = vec![name, key.as_str()];
-        args.extend_from_slice(params);
-        assert_eq!(five(&mut c, &args)[0], 0, "{name}");
+        assert!(!five(&mut c, &sample.call(&key, &[])).blocked, "{name}");
     }
     let exists: i64 = cmd(&["EXISTS", "other:x"]).query(&mut admin).unwrap();
     assert_eq!(exists, 0);
@@ -460,13 +436,9 @@ fn out_of_memory_refuses_instead_of_growing() {
     cmd(&["CONFIG", "SET", "maxmemory", "1"])
         .query::<()>(&mut c)
         .unwrap();
-    for name in ["RL.GCRA", "RL.TOKEN_BUCKET"] {
-        let e = error(&mut c, &[name, "new", "5", "1", "60"]);
-        assert!(e.starts_with("OOM "), "{name}: {e}");
-    }
-    for name in ["RL.FIXED", "RL.SLIDING_LOG", "RL.SLIDING_COUNTER"] {
-        let e = error(&mut c, &[name, "new", "5", "60"]);
-        assert!(e.starts_with("OOM "), "{name}: {e}");
+    for sample in rate_commands() {
+        let e = error(&mut c, &sample.call("new", &[]));
+        assert!(e.starts_with("OOM "), "{}: {e}", sample.name);
     }
     let e = error(&mut c, &["RL.GCRA", "existing", "5", "1", "60"]);
     assert!(e.starts_with("OOM "), "{e}");

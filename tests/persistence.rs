@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{cmd, five, info_field, snapshot, Server};
+use common::{cmd, five, info_field, rate_commands, sample, snapshot, Server};
 use redis::Connection;
 
 type Snapshot = Vec<(String, (Option<Vec<u8>>, i64))>;
@@ -65,16 +65,16 @@ fn workload(c: &mut Connection, prefix: &str) -> Vec<String> {
     }
     redis::cmd("SET").arg(&log_c).arg(ring).query::<()>(c).unwrap();
     assert_eq!(
-        five(c, &["RL.SLIDING_LOG", &log_c, "3", "3600", "3"])[..3],
-        [0, 3, 0]
+        five(c, &["RL.SLIDING_LOG", &log_c, "3", "3600", "3"]).counts(),
+        (false, 3, 0)
     );
     // Logs longer than 64 bytes, replicated as patches: one growing, one
     // whose ring has turned, overwritten across its end.
     let log_d = k("log:d");
     for (q, expected) in [("10", 10), ("1", 9), ("9", 0)] {
         assert_eq!(
-            five(c, &["RL.SLIDING_LOG", &log_d, "20", "3600", q])[..3],
-            [0, 20, expected]
+            five(c, &["RL.SLIDING_LOG", &log_d, "20", "3600", q]).counts(),
+            (false, 20, expected)
         );
     }
     let log_e = k("log:e");
@@ -84,8 +84,8 @@ fn workload(c: &mut Connection, prefix: &str) -> Vec<String> {
     }
     redis::cmd("SET").arg(&log_e).arg(ring).query::<()>(c).unwrap();
     assert_eq!(
-        five(c, &["RL.SLIDING_LOG", &log_e, "10", "3600", "8"])[..3],
-        [0, 10, 2]
+        five(c, &["RL.SLIDING_LOG", &log_e, "10", "3600", "8"]).counts(),
+        (false, 10, 2)
     );
     let keys = [
         gcra_a, gcra_b, gcra_c, tb, fx, fx_ms, log_a, log_c, log_d, log_e, sc, sc_ms,
@@ -192,22 +192,22 @@ fn a_promoted_replica_continues_every_limiter() {
             // a fraction of a millisecond apart, and are rounded up to the
             // reply's unit, so they agree to within one unit.
             assert_eq!(
-                old[..3],
-                new[..3],
+                old.counts(),
+                new.counts(),
                 "{call:?}: {old:?} on the old master, {new:?} on the new"
             );
-            for field in [3, 4] {
-                assert!((old[field] - new[field]).abs() <= 1, "{call:?}: {old:?} {new:?}");
+            for (old_time, new_time) in [(old.retry_after, new.retry_after), (old.reset, new.reset)] {
+                assert!((old_time - new_time).abs() <= 1, "{call:?}: {old:?} {new:?}");
             }
-            admitted[0] += i64::from(old[0] == 0);
-            admitted[1] += i64::from(new[0] == 0);
+            admitted[0] += i64::from(!old.blocked);
+            admitted[1] += i64::from(!new.blocked);
         }
         assert_eq!(admitted[0], admitted[1], "{call:?}");
         // Every limiter reaches its limit within the eight calls.
-        assert_eq!(five(&mut r, call)[0], 1, "{call:?}");
+        assert!(five(&mut r, call).blocked, "{call:?}");
     }
     // The promoted server writes on its own now, and stays a master.
-    assert_eq!(five(&mut r, &["RL.GCRA", "new:key", "1", "1", "3600"])[0], 0);
+    assert!(!five(&mut r, &["RL.GCRA", "new:key", "1", "1", "3600"]).blocked);
     assert_eq!(info_field_str(&mut r, "role"), "master");
 }
 
@@ -243,17 +243,15 @@ fn aof_text(server: &Server) -> String {
 
 /// A limiter that was refusing before the restart still refuses after it.
 fn assert_still_refusing(c: &mut Connection) {
+    let gcra = five(c, &["RL.GCRA", "gcra:a", "2", "1", "3600", "PEEK"]);
+    assert_eq!((gcra.blocked, gcra.limit), (true, 3), "{gcra:?}");
     assert_eq!(
-        five(c, &["RL.GCRA", "gcra:a", "2", "1", "3600", "PEEK"])[..2],
-        [1, 3]
+        five(c, &["RL.SLIDING_LOG", "log:a", "4", "3600", "PEEK"]).counts(),
+        (true, 4, 0)
     );
     assert_eq!(
-        five(c, &["RL.SLIDING_LOG", "log:a", "4", "3600", "PEEK"])[..3],
-        [1, 4, 0]
-    );
-    assert_eq!(
-        five(c, &["RL.FIXED", "fx", "3", "1000000000", "PEEK"])[..3],
-        [1, 3, 0]
+        five(c, &["RL.FIXED", "fx", "3", "1000000000", "PEEK"]).counts(),
+        (true, 3, 0)
     );
 }
 
@@ -313,58 +311,60 @@ fn replication_bytes_per_allowed_request() {
     let replica = Server::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()], false);
     let mut r = replica.client();
     wait_for_link(&replica, &mut r);
-    let workloads: [(&str, &[&str]); 7] = [
-        ("RL.GCRA", &["RL.GCRA", "user:000001", "1000000", "1", "3600"]),
-        (
-            "RL.TOKEN_BUCKET",
-            &["RL.TOKEN_BUCKET", "user:000002", "1000000", "1", "3600"],
-        ),
-        ("RL.FIXED", &["RL.FIXED", "user:000003", "1000000", "3600"]),
-        (
-            "RL.SLIDING_COUNTER",
-            &["RL.SLIDING_COUNTER", "user:000004", "1000000", "3600"],
-        ),
-        (
-            "RL.SLIDING_LOG (limit 100, growing)",
-            &["RL.SLIDING_LOG", "user:000005", "100", "3600"],
-        ),
-        (
-            "RL.SLIDING_LOG (limit 10000, growing)",
-            &["RL.SLIDING_LOG", "user:000006", "10000", "3600"],
-        ),
-        (
-            "RL.SLIDING_LOG quantity 10",
-            &["RL.SLIDING_LOG", "user:000007", "10000", "3600", "10"],
-        ),
-    ];
+    // Every command at a limit of 100, which the 51 calls below stay within
+    // (a sliding log grows to 51 entries); then a sliding log at a larger
+    // limit, one unit and ten at a time. Each: (label, command, parameters
+    // and quantity).
+    let (log, quantity_10) = (
+        "RL.SLIDING_LOG (limit 10000, growing)",
+        "RL.SLIDING_LOG quantity 10",
+    );
+    let mut workloads: Vec<(String, &str, Vec<String>)> = rate_commands()
+        .map(|s| (format!("{} (limit 100)", s.name), s.name, s.rate(100, "3600")))
+        .collect();
+    let larger = sample("RL.SLIDING_LOG").rate(10_000, "3600");
+    workloads.push((log.into(), "RL.SLIDING_LOG", larger.clone()));
+    workloads.push((
+        quantity_10.into(),
+        "RL.SLIDING_LOG",
+        [larger, vec!["10".into()]].concat(),
+    ));
     let mut report = Vec::new();
-    for (name, args) in workloads {
-        five(&mut m, args); // creating the key is a one-off
+    for (i, (name, command, params)) in workloads.iter().enumerate() {
+        let key = format!("user:{:06}", i + 1);
+        let mut args = vec![*command, key.as_str()];
+        args.extend(params.iter().map(String::as_str));
+        five(&mut m, &args); // creating the key is a one-off
         let before = info_field(&mut m, "replication", "master_repl_offset");
         for _ in 0..50 {
-            assert_eq!(five(&mut m, args)[0], 0, "{name}");
+            assert!(!five(&mut m, &args).blocked, "{name}");
         }
         let after = info_field(&mut m, "replication", "master_repl_offset");
-        report.push((name, (after - before) / 50));
+        report.push((name.as_str(), (after - before) / 50));
     }
     for (name, bytes) in &report {
         println!("replication: {name}: {bytes} bytes per allowed request");
     }
-    for (name, bytes) in &report[..6] {
+    let bytes = |name: &str| report.iter().find(|(n, _)| *n == name).unwrap().1;
+    for (name, bytes) in report.iter().filter(|(n, _)| *n != quantity_10) {
         assert!(*bytes > 0 && *bytes < 200, "{name}: {bytes}");
     }
-    assert!((report[4].1 - report[5].1).abs() <= 8, "{report:?}");
+    assert!(
+        (bytes("RL.SLIDING_LOG (limit 100)") - bytes(log)).abs() <= 8,
+        "{report:?}"
+    );
     // Ten units cost ten more 8-byte instants, not a rewrite of the log.
-    assert!(report[6].1 - report[5].1 <= 9 * 8 + 8, "{report:?}");
+    assert!(bytes(quantity_10) - bytes(log) <= 9 * 8 + 8, "{report:?}");
     // A log of at most 64 bytes (7 entries) is replicated whole, as one
     // SET .. PXAT, which is shorter than the transaction of patches used
     // beyond that size (the same for every unit of a growing log): compare
     // the 2nd-7th units with the 9th-14th.
-    let log = ["RL.SLIDING_LOG", "user:000008", "100", "3600"];
+    let key = format!("user:{:06}", workloads.len() + 1);
+    let log = ["RL.SLIDING_LOG", &key, "100", "3600"];
     let mut offsets = Vec::new();
     for _ in 0..14 {
         offsets.push(info_field(&mut m, "replication", "master_repl_offset"));
-        assert_eq!(five(&mut m, &log)[0], 0);
+        assert!(!five(&mut m, &log).blocked);
     }
     let (whole, patched) = ((offsets[7] - offsets[1]) / 6, (offsets[13] - offsets[8]) / 5);
     println!("replication: small log: {whole} bytes per unit whole, {patched} as patches");

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{cmd, Server};
+use common::{cmd, Reply, Server};
 
 #[test]
 #[ignore = "needs RL_CELL_MODULE pointing at redis-cell's .so"]
@@ -41,18 +41,21 @@ fn gcra_replies_equal_cl_throttle() {
         let rl_key = format!("rl:{key}");
         let mut rl_args = vec!["RL.GCRA", rl_key.as_str()];
         rl_args.extend_from_slice(args);
-        let (cell, rl): (Vec<i64>, Vec<i64>) = redis::pipe()
+        let (cell, rl): (Reply, Reply) = redis::pipe()
             .atomic()
             .add_command(cmd(&cell_args))
             .add_command(cmd(&rl_args))
             .query(&mut c)
             .unwrap();
-        assert_eq!(cell[..3], rl[..3], "{args:?}: cell {cell:?}, rl {rl:?}");
-        for i in [3, 4] {
-            let diff = rl[i] - cell[i];
+        assert_eq!(cell.counts(), rl.counts(), "{args:?}: cell {cell:?}, rl {rl:?}");
+        for (field, cell_time, rl_time) in [
+            ("retry_after", cell.retry_after, rl.retry_after),
+            ("reset", cell.reset, rl.reset),
+        ] {
+            let diff = rl_time - cell_time;
             assert!(
-                diff == 0 || (diff == 1 && cell[i] >= 0),
-                "{args:?} field {i}: cell {cell:?}, rl {rl:?}"
+                diff == 0 || (diff == 1 && cell_time >= 0),
+                "{args:?} {field}: cell {cell:?}, rl {rl:?}"
             );
         }
     }

@@ -1,5 +1,6 @@
-//! Soak: many concurrent clients, many keys, short windows (MS), all five
-//! commands. Afterwards, once the windows have passed, every key is gone and
+//! Soak: many concurrent clients, many keys, short windows (MS), every
+//! command the module registers by default (`common::COMMANDS`).
+//! Afterwards, once the windows have passed, every key is gone and
 //! `used_memory` is back within a few percent of where it started.
 //!
 //! `RL_SOAK_CALLS` sets the number of calls (default 200,000; the opt-in
@@ -7,14 +8,16 @@
 
 mod common;
 
-use common::{cmd, info_field, Server};
+use common::{cmd, info_field, rate_commands, Reply, Sample, Server};
 use std::time::{Duration, Instant};
 
 /// `total` calls from `threads` clients over `keys_per_thread` keys each.
 fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
+    let commands: Vec<&'static Sample> = rate_commands().collect();
     let workers: Vec<_> = (0..threads)
         .map(|t| {
             let url = s.url();
+            let commands = commands.clone();
             std::thread::spawn(move || {
                 let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
                 let mut x: u64 = 0x2545_f491_4f6c_dd1d ^ (t as u64 + 1) ^ total as u64;
@@ -28,21 +31,19 @@ fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
                         let key = format!("soak:{t}:{}", x % keys_per_thread);
                         let q = ((x >> 20) % 4).to_string();
                         let w = (50 + (x >> 30) % 200).to_string(); // 50..250 ms
-                        let (name, params): (&str, Vec<&str>) = match (x >> 40) % 5 {
-                            0 => ("RL.GCRA", vec!["3", "10", &w]),
-                            1 => ("RL.TOKEN_BUCKET", vec!["4", "10", &w]),
-                            2 => ("RL.FIXED", vec!["5", &w]),
-                            3 => ("RL.SLIDING_LOG", vec!["20", &w]),
-                            _ => ("RL.SLIDING_COUNTER", vec!["5", &w]),
-                        };
-                        pipe.cmd(name)
-                            .arg(format!("{key}:{name}"))
-                            .arg(params)
+                        let command = commands[((x >> 40) % commands.len() as u64) as usize];
+                        // Ten units at once, ten more per window.
+                        pipe.cmd(command.name)
+                            .arg(format!("{key}:{}", command.name))
+                            .arg(command.rate(10, &w))
                             .arg(&q)
                             .arg("MS");
                     }
                     let replies: Vec<Vec<i64>> = pipe.query(&mut con).unwrap();
-                    assert!(replies.iter().all(|r| r.len() == 5 && r[2] <= r[1]));
+                    for reply in replies {
+                        let r = Reply::try_from(reply).unwrap();
+                        assert!(r.remaining <= r.limit, "{r:?}");
+                    }
                     done += 100;
                 }
             })

@@ -10,7 +10,10 @@
 
 mod common;
 
-use common::{cmd, error, five, in_time, info_field, retry, snapshot, timed, until, Server, ATTEMPTS};
+use common::{
+    cmd, error, five, in_time, info_field, rate_commands, retry, snapshot, timed, until, Reply, Server,
+    ATTEMPTS, SAMPLE_LIMIT,
+};
 
 const SEC: u64 = 1_000_000;
 
@@ -23,21 +26,21 @@ fn fixed_window_counts_per_window() {
     let w = 1_000_000_000 * SEC;
     let (r, before, after) = timed(&mut c, &["RL.FIXED", "f", "3", "1000000000"]);
     let end = (before / w + 1) * w;
-    assert_eq!(r[..4], [0, 3, 2, -1]);
-    assert!(until(end, before, after, SEC).contains(&r[4]), "{r:?}");
+    assert_eq!(r.without_reset(), (false, 3, 2, -1));
+    assert!(until(end, before, after, SEC).contains(&r.reset), "{r:?}");
     let (r, before, after) = timed(&mut c, &["RL.FIXED", "f", "3", "1000000000", "2"]);
-    assert_eq!(r[..4], [0, 3, 0, -1]);
-    assert!(until(end, before, after, SEC).contains(&r[4]));
+    assert_eq!(r.without_reset(), (false, 3, 0, -1));
+    assert!(until(end, before, after, SEC).contains(&r.reset));
     let (r, before, after) = timed(&mut c, &["RL.FIXED", "f", "3", "1000000000"]);
-    assert_eq!(r[..3], [1, 3, 0]);
+    assert_eq!(r.counts(), (true, 3, 0));
     assert!(
-        until(end, before, after, SEC).contains(&r[3]),
+        until(end, before, after, SEC).contains(&r.retry_after),
         "retry_after is the window's end: {r:?}"
     );
-    assert_eq!(r[3], r[4]);
+    assert_eq!(r.retry_after, r.reset);
     assert_eq!(
-        five(&mut c, &["RL.FIXED", "f", "3", "1000000000", "4"])[..4],
-        [1, 3, 0, -1]
+        five(&mut c, &["RL.FIXED", "f", "3", "1000000000", "4"]).without_reset(),
+        (true, 3, 0, -1)
     );
     // The key expires when the window ends, never later than its reset.
     let (_, pexpiretime) = snapshot(&mut c, "f");
@@ -52,8 +55,8 @@ fn fixed_window_counts_per_window() {
         (before / w == after / w).then_some((r, before, after))
     });
     let end = (before / w + 1) * w;
-    assert_eq!(r[..4], [0, 5, 4, -1]);
-    assert!(until(end, before, after, 1000).contains(&r[4]), "{r:?}");
+    assert_eq!(r.without_reset(), (false, 5, 4, -1));
+    assert!(until(end, before, after, 1000).contains(&r.reset), "{r:?}");
 }
 
 #[test]
@@ -63,18 +66,21 @@ fn sliding_log_counts_the_last_window() {
     // Every time field is 60 s after an entry made earlier in the sequence,
     // rounded up: exactly 60 while the sequence takes less than a second.
     let log = |q: &'static str| ["RL.SLIDING_LOG", "l", "3", "60", q];
-    let calls: [([&str; 5], [i64; 5]); 10] = [
-        (log("1"), [0, 3, 2, -1, 60]),
-        (log("1"), [0, 3, 1, -1, 60]),
-        (log("1"), [0, 3, 0, -1, 60]),
-        (log("1"), [1, 3, 0, 60, 60]),
-        (log("2"), [1, 3, 0, 60, 60]),
-        (log("4"), [1, 3, 0, -1, 60]),
-        (log("0"), [0, 3, 0, -1, 60]),
+    let calls: [([&str; 5], Reply); 10] = [
+        (log("1"), Reply::allowed(3, 2, 60)),
+        (log("1"), Reply::allowed(3, 1, 60)),
+        (log("1"), Reply::allowed(3, 0, 60)),
+        (log("1"), Reply::refused(3, 0, 60, 60)),
+        (log("2"), Reply::refused(3, 0, 60, 60)),
+        (log("4"), Reply::refused(3, 0, -1, 60)),
+        (log("0"), Reply::allowed(3, 0, 60)),
         // Several units at one instant are several entries.
-        (["RL.SLIDING_LOG", "l2", "5", "60", "3"], [0, 5, 2, -1, 60]),
-        (["RL.SLIDING_LOG", "l2", "5", "60", "3"], [1, 5, 2, 60, 60]),
-        (["RL.SLIDING_LOG", "l2", "5", "60", "2"], [0, 5, 0, -1, 60]),
+        (["RL.SLIDING_LOG", "l2", "5", "60", "3"], Reply::allowed(5, 2, 60)),
+        (
+            ["RL.SLIDING_LOG", "l2", "5", "60", "3"],
+            Reply::refused(5, 2, 60, 60),
+        ),
+        (["RL.SLIDING_LOG", "l2", "5", "60", "2"], Reply::allowed(5, 0, 60)),
     ];
     let replies = in_time(&mut c, SEC, "sliding log sequence", |c| {
         calls.map(|(args, _)| five(c, &args))
@@ -95,23 +101,26 @@ fn sliding_counter_weighs_the_previous_window() {
     let w = 1_000_000_000 * SEC;
     let (r, before, after) = timed(&mut c, &["RL.SLIDING_COUNTER", "sc", "10", "1000000000", "4"]);
     let start = before / w * w;
-    assert_eq!(r[..4], [0, 10, 6, -1]);
+    assert_eq!(r.without_reset(), (false, 10, 6, -1));
     // Fully rested only once the next window has passed too.
-    assert!(until(start + 2 * w, before, after, SEC).contains(&r[4]), "{r:?}");
-    assert_eq!(
-        five(&mut c, &["RL.SLIDING_COUNTER", "sc", "10", "1000000000", "6"])[..4],
-        [0, 10, 0, -1]
-    );
-    let (r, before, after) = timed(&mut c, &["RL.SLIDING_COUNTER", "sc", "10", "1000000000", "1"]);
-    assert_eq!(r[..3], [1, 10, 0]);
-    // In the next window 10 * (W - e) + W <= 10 W from e = W/10 on.
     assert!(
-        until(start + w + w / 10, before, after, SEC).contains(&r[3]),
+        until(start + 2 * w, before, after, SEC).contains(&r.reset),
         "{r:?}"
     );
     assert_eq!(
-        five(&mut c, &["RL.SLIDING_COUNTER", "sc", "10", "1000000000", "11"])[..4],
-        [1, 10, 0, -1]
+        five(&mut c, &["RL.SLIDING_COUNTER", "sc", "10", "1000000000", "6"]).without_reset(),
+        (false, 10, 0, -1)
+    );
+    let (r, before, after) = timed(&mut c, &["RL.SLIDING_COUNTER", "sc", "10", "1000000000", "1"]);
+    assert_eq!(r.counts(), (true, 10, 0));
+    // In the next window 10 * (W - e) + W <= 10 W from e = W/10 on.
+    assert!(
+        until(start + w + w / 10, before, after, SEC).contains(&r.retry_after),
+        "{r:?}"
+    );
+    assert_eq!(
+        five(&mut c, &["RL.SLIDING_COUNTER", "sc", "10", "1000000000", "11"]).without_reset(),
+        (true, 10, 0, -1)
     );
     let (_, pexpiretime) = snapshot(&mut c, "sc");
     assert_eq!(u64::try_from(pexpiretime).unwrap(), (start + 2 * w) / 1000);
@@ -141,11 +150,11 @@ fn a_state_from_a_shorter_window_counts_its_previous_units_where_they_may_lie() 
     };
     set(&mut c, w + w / 2);
     let (r, before, after) = timed(&mut c, &call);
-    assert_eq!(r[..3], [1, 5, 0]);
+    assert_eq!(r.counts(), (true, 5, 0));
     // Six units weigh fully until 2 * 10^15, then decay over the next
     // window: 6 * (W - e) + W <= 5 W from e = W / 3 (rounded up) on.
     assert!(
-        until(2 * w + w / 3 + 1, before, after, SEC).contains(&r[3]),
+        until(2 * w + w / 3 + 1, before, after, SEC).contains(&r.retry_after),
         "{r:?}"
     );
     let stored: Vec<u8> = redis::cmd("GET").arg("sc").query(&mut c).unwrap();
@@ -155,7 +164,7 @@ fn a_state_from_a_shorter_window_counts_its_previous_units_where_they_may_lie() 
     // e > 0.76 W (until 2033): under 1.2 units, so two more fit.
     set(&mut c, w);
     let r = five(&mut c, &["RL.SLIDING_COUNTER", "sc", "5", "1000000000", "2"]);
-    assert_eq!((r[0], r[3]), (0, -1), "{r:?}");
+    assert_eq!((r.blocked, r.retry_after), (false, -1), "{r:?}");
 }
 
 #[test]
@@ -175,15 +184,15 @@ fn queries_and_peeks_change_nothing() {
         call(&["PEEK"], &mut c);
         call(&["3", "PEEK"], &mut c);
         assert_eq!(snapshot(&mut c, &key), (None, -2), "{name} created a key");
-        assert_eq!(call(&["2"], &mut c)[..3], [0, 5, 3]);
+        assert_eq!(call(&["2"], &mut c).counts(), (false, 5, 3));
         let before = snapshot(&mut c, &key);
         assert!(before.0.is_some() && before.1 > 0);
-        assert_eq!(call(&["0"], &mut c)[..3], [0, 5, 3]);
-        assert_eq!(call(&["3", "PEEK"], &mut c)[..4], [0, 5, 0, -1]);
-        assert_eq!(call(&["4", "peek"], &mut c)[..3], [1, 5, 3]);
-        assert_eq!(call(&["9"], &mut c)[..4], [1, 5, 3, -1]);
+        assert_eq!(call(&["0"], &mut c).counts(), (false, 5, 3));
+        assert_eq!(call(&["3", "PEEK"], &mut c).without_reset(), (false, 5, 0, -1));
+        assert_eq!(call(&["4", "peek"], &mut c).counts(), (true, 5, 3));
+        assert_eq!(call(&["9"], &mut c).without_reset(), (true, 5, 3, -1));
         assert_eq!(snapshot(&mut c, &key), before, "{name}");
-        assert_eq!(call(&["3"], &mut c)[..3], [0, 5, 0]);
+        assert_eq!(call(&["3"], &mut c).counts(), (false, 5, 0));
         assert_ne!(snapshot(&mut c, &key), before, "{name}");
     }
 }
@@ -215,14 +224,14 @@ fn the_expiry_is_never_later_than_reset() {
                 // before `now + (reset - 1)` units.
                 let checked_ms = i64::try_from(checked / 1000).unwrap();
                 assert!(
-                    before_ms + (r[4] - 1) * unit_ms <= checked_ms + 1,
+                    before_ms + (r.reset - 1) * unit_ms <= checked_ms + 1,
                     "{name}: gone before its window ended {r:?}"
                 );
                 continue;
             }
             assert!(pexpiretime > before_ms, "{name}: expiry in the past");
             assert!(
-                pexpiretime <= after_ms + 1 + r[4] * unit_ms,
+                pexpiretime <= after_ms + 1 + r.reset * unit_ms,
                 "{name} {unit}: expiry {pexpiretime} after reset {r:?}"
             );
         }
@@ -280,8 +289,8 @@ fn argument_errors() {
         .unwrap();
     assert_eq!(ok, "OK");
     assert_eq!(
-        five(&mut c, &["RL.SLIDING_LOG", "k", "10001", "1"])[..3],
-        [0, 10001, 10000]
+        five(&mut c, &["RL.SLIDING_LOG", "k", "10001", "1"]).counts(),
+        (false, 10001, 10000)
     );
     assert_eq!(
         error(&mut c, &["RL.SLIDING_LOG", "k", "20001", "1"]),
@@ -336,39 +345,25 @@ fn wrong_type_and_corrupt_state_change_nothing() {
         }
     }
     // Every algorithm's own state, read by each of the others, is corrupt.
-    let writers: [&[&str]; 5] = [
-        &["RL.GCRA", "gcra", "5", "1", "60"],
-        &["RL.TOKEN_BUCKET", "bucket", "5", "1", "60"],
-        // Windows of 10^9 s: these keys expire at a window's end, and the
-        // next boundary is in 2033, not during the test.
-        &["RL.FIXED", "fixed", "5", "1000000000"],
-        &["RL.SLIDING_LOG", "log", "5", "60"],
-        &["RL.SLIDING_COUNTER", "counter", "5", "1000000000"],
-    ];
-    for w in writers {
-        five(&mut c, w);
+    // (The samples' windows do not end, nor their keys expire, during the
+    // test.)
+    for writer in rate_commands() {
+        five(&mut c, &writer.call(&writer.lower(), &[]));
     }
-    let readers: [(&str, &[&str]); 5] = [
-        ("RL.GCRA", &["5", "1", "60"]),
-        ("RL.TOKEN_BUCKET", &["5", "1", "60"]),
-        ("RL.FIXED", &["5", "60"]),
-        ("RL.SLIDING_LOG", &["5", "60"]),
-        ("RL.SLIDING_COUNTER", &["5", "60"]),
-    ];
-    for w in writers {
-        let key = w[1];
-        for (reader, params) in readers {
-            if reader == w[0] {
-                continue;
-            }
+    for writer in rate_commands() {
+        let key = writer.lower();
+        let key = key.as_str();
+        for reader in rate_commands().filter(|r| r != &writer) {
             let before = snapshot(&mut c, key);
-            let mut args = vec![reader, key];
-            args.extend_from_slice(params);
-            let e = error(&mut c, &args);
+            let e = error(&mut c, &reader.call(key, &[]));
             assert!(
-                e.starts_with(&format!("ERR key '{key}' does not hold a valid {reader} state: ")),
-                "{reader} on {}'s state: {e}",
-                w[0]
+                e.starts_with(&format!(
+                    "ERR key '{key}' does not hold a valid {} state: ",
+                    reader.name
+                )),
+                "{} on {}'s state: {e}",
+                reader.name,
+                writer.name
             );
             assert_eq!(snapshot(&mut c, key), before);
         }
@@ -429,11 +424,11 @@ fn memory_per_limiter() {
     for _ in 0..1000 {
         pipe.add_command(cmd(&["RL.SLIDING_LOG", "user:000003", "1000", "3600"]));
     }
-    let replies: Vec<Vec<i64>> = pipe.query(&mut c).unwrap();
-    assert!(replies.iter().all(|r| r[0] == 0));
+    let replies: Vec<Reply> = pipe.query(&mut c).unwrap();
+    assert!(replies.iter().all(|r| !r.blocked));
     assert_eq!(
-        five(&mut c, &["RL.SLIDING_LOG", "user:000003", "1000", "3600"])[..3],
-        [1, 1000, 0]
+        five(&mut c, &["RL.SLIDING_LOG", "user:000003", "1000", "3600"]).counts(),
+        (true, 1000, 0)
     );
     let log: i64 = cmd(&["MEMORY", "USAGE", "user:000003"]).query(&mut c).unwrap();
     let kind = common::ServerKind::of(&mut c);
@@ -485,7 +480,7 @@ fn sliding_log_replication_is_independent_of_the_limit() {
         let limit = limit.to_string();
         let before = info_field(&mut c, "persistence", "aof_current_size");
         for _ in 0..20 {
-            assert_eq!(five(&mut c, &["RL.SLIDING_LOG", &key, &limit, "3600"])[0], 0);
+            assert!(!five(&mut c, &["RL.SLIDING_LOG", &key, &limit, "3600"]).blocked);
         }
         let after = info_field(&mut c, "persistence", "aof_current_size");
         per_request.push((after - before) / 20);
@@ -517,14 +512,20 @@ fn limiters_that_share_a_first_state_stay_independent() {
     let shared = |holders: i64| if shares { holders } else { 1 };
     let w = "1000000000";
     for key in ["a", "b", "c"] {
-        assert_eq!(five(&mut c, &["RL.FIXED", key, "5", w])[..4], [0, 5, 4, -1]);
+        assert_eq!(
+            five(&mut c, &["RL.FIXED", key, "5", w]).without_reset(),
+            (false, 5, 4, -1)
+        );
     }
     let first = snapshot(&mut c, "a");
     for key in ["a", "b", "c"] {
         assert_eq!(refcount(&mut c, key), shared(4), "{key}");
     }
     // A second request to `a` counts for `a` alone.
-    assert_eq!(five(&mut c, &["RL.FIXED", "a", "5", w])[..4], [0, 5, 3, -1]);
+    assert_eq!(
+        five(&mut c, &["RL.FIXED", "a", "5", w]).without_reset(),
+        (false, 5, 3, -1)
+    );
     assert_eq!(refcount(&mut c, "a"), 1);
     assert_eq!(snapshot(&mut c, "b"), first);
     assert_eq!(refcount(&mut c, "b"), shared(3));
@@ -532,8 +533,14 @@ fn limiters_that_share_a_first_state_stay_independent() {
     cmd(&["DEL", "c"]).query::<()>(&mut c).unwrap();
     assert_eq!(refcount(&mut c, "b"), shared(2));
     assert_eq!(snapshot(&mut c, "b"), first);
-    assert_eq!(five(&mut c, &["RL.FIXED", "b", "5", w, "0"])[..4], [0, 5, 4, -1]);
-    assert_eq!(five(&mut c, &["RL.FIXED", "b", "5", w])[..4], [0, 5, 3, -1]);
+    assert_eq!(
+        five(&mut c, &["RL.FIXED", "b", "5", w, "0"]).without_reset(),
+        (false, 5, 4, -1)
+    );
+    assert_eq!(
+        five(&mut c, &["RL.FIXED", "b", "5", w]).without_reset(),
+        (false, 5, 3, -1)
+    );
     // Evicting by LRU: every new key has its own object.
     cmd(&[
         "CONFIG",
@@ -546,7 +553,10 @@ fn limiters_that_share_a_first_state_stay_independent() {
     .query::<()>(&mut c)
     .unwrap();
     for key in ["d", "e"] {
-        assert_eq!(five(&mut c, &["RL.FIXED", key, "5", w])[..4], [0, 5, 4, -1]);
+        assert_eq!(
+            five(&mut c, &["RL.FIXED", key, "5", w]).without_reset(),
+            (false, 5, 4, -1)
+        );
         assert_eq!(refcount(&mut c, key), 1, "{key}");
     }
     // No eviction again: sharing resumes.
@@ -554,7 +564,10 @@ fn limiters_that_share_a_first_state_stay_independent() {
         .query::<()>(&mut c)
         .unwrap();
     for key in ["f", "g"] {
-        assert_eq!(five(&mut c, &["RL.FIXED", key, "5", w])[..4], [0, 5, 4, -1]);
+        assert_eq!(
+            five(&mut c, &["RL.FIXED", key, "5", w]).without_reset(),
+            (false, 5, 4, -1)
+        );
     }
     assert_eq!(refcount(&mut c, "f"), shared(3));
     assert_eq!(snapshot(&mut c, "f"), snapshot(&mut c, "e"));
@@ -568,7 +581,6 @@ fn only_a_change_breaks_a_watch() {
     let s = Server::start();
     let mut c = s.client();
     let mut watcher = s.client();
-    let w = "1000000000";
     // `MULTI`, `SET other key`, `EXEC`: None when aborted.
     let transaction = |watcher: &mut redis::Connection, key: &str| -> Option<(String,)> {
         redis::pipe()
@@ -579,31 +591,31 @@ fn only_a_change_breaks_a_watch() {
             .query(watcher)
             .unwrap()
     };
-    let calls: [&[&str]; 3] = [
-        &["RL.FIXED", "f", "1", w],
-        &["RL.SLIDING_LOG", "l", "1", w],
-        &["RL.GCRA", "g", "0", "1", w],
-    ];
-    for call in calls {
-        let key = call[1];
-        assert_eq!(five(&mut c, call)[..2], [0, 1], "{call:?}");
+    // Each sample (nothing refills or ends during the test) with room for
+    // one unit after the first call: two are refused, one is allowed.
+    let most = (SAMPLE_LIMIT - 1).to_string();
+    for sample in rate_commands() {
+        let key = sample.lower();
+        let mut call = |extra: &[&str]| five(&mut c, &sample.call(&key, extra));
+        let first = call(&[&most]);
+        assert_eq!(
+            (first.blocked, first.limit),
+            (false, SAMPLE_LIMIT),
+            "{}",
+            sample.name
+        );
         // Refused, queried, peeked: the transaction goes through.
-        cmd(&["WATCH", key]).query::<()>(&mut watcher).unwrap();
-        assert_eq!(five(&mut c, call)[0], 1, "{call:?}");
-        let query: Vec<&str> = call.iter().copied().chain(["0"]).collect();
-        assert_eq!(five(&mut c, &query)[0], 0, "{call:?}");
-        let peek: Vec<&str> = call.iter().copied().chain(["PEEK"]).collect();
-        assert_eq!(five(&mut c, &peek)[0], 1, "{call:?}");
-        let done = transaction(&mut watcher, key);
-        assert_eq!(done, Some(("OK".to_string(),)), "{call:?}");
-        // Allowed (a larger limit, or for RL.GCRA a larger burst): the
-        // transaction is aborted.
-        cmd(&["WATCH", key]).query::<()>(&mut watcher).unwrap();
-        let mut larger: Vec<&str> = call.to_vec();
-        larger[2] = "2";
-        assert_eq!(five(&mut c, &larger)[0], 0, "{larger:?}");
-        let done = transaction(&mut watcher, key);
-        assert_eq!(done, None, "{call:?}");
+        cmd(&["WATCH", &key]).query::<()>(&mut watcher).unwrap();
+        assert!(call(&["2"]).blocked, "{}", sample.name);
+        assert!(!call(&["0"]).blocked, "{}", sample.name);
+        assert!(call(&["2", "PEEK"]).blocked, "{}", sample.name);
+        let done = transaction(&mut watcher, &key);
+        assert_eq!(done, Some(("OK".to_string(),)), "{}", sample.name);
+        // Allowed: the transaction is aborted.
+        cmd(&["WATCH", &key]).query::<()>(&mut watcher).unwrap();
+        assert!(!call(&["1"]).blocked, "{}", sample.name);
+        let done = transaction(&mut watcher, &key);
+        assert_eq!(done, None, "{}", sample.name);
     }
 }
 
@@ -692,22 +704,25 @@ fn writes_emit_the_keyspace_events_of_what_they_replicate() {
             ("g", "expire"),
         ])
     );
+    // A first call of each command, on a key of its own, for each class.
+    let mut each = |classes: &str, tag: &str| {
+        let keys: Vec<String> = rate_commands().map(|s| format!("{}:{tag}", s.lower())).collect();
+        let seen = {
+            let calls: Vec<Vec<&str>> = rate_commands().zip(&keys).map(|(s, k)| s.call(k, &[])).collect();
+            run(classes, &calls.iter().map(Vec::as_slice).collect::<Vec<_>>())
+        };
+        (keys, seen)
+    };
+    let only = |keys: &[String], event: &str| -> Vec<(String, String)> {
+        keys.iter().map(|k| (k.clone(), event.to_string())).collect()
+    };
     // Strings only: no `expire`, from any of them.
-    let strings = run(
-        "K$",
-        &[&["RL.FIXED", "f2", "1", w], &["RL.GCRA", "g2", "0", "1", w]],
-    );
-    assert_eq!(strings, pairs(&[("f2", "set"), ("g2", "set")]));
+    let (keys, strings) = each("K$", "strings");
+    assert_eq!(strings, only(&keys, "set"));
     // Generic only: `expire` alone.
-    let generic = run(
-        "Kg",
-        &[&["RL.FIXED", "f3", "1", w], &["RL.GCRA", "g3", "0", "1", w]],
-    );
-    assert_eq!(generic, pairs(&[("f3", "expire"), ("g3", "expire")]));
+    let (keys, generic) = each("Kg", "generic");
+    assert_eq!(generic, only(&keys, "expire"));
     // Notifications off (the default): nothing.
-    let off = run(
-        "",
-        &[&["RL.FIXED", "f4", "1", w], &["RL.GCRA", "g4", "0", "1", w]],
-    );
+    let (_, off) = each("", "off");
     assert!(off.is_empty(), "{off:?}");
 }

@@ -197,11 +197,106 @@ pub fn cmd(args: &[&str]) -> redis::Cmd {
     c
 }
 
+/// A command's reply, its five integers named (the README's "Common to every
+/// command"), so that a failing assertion says which field differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply {
+    pub blocked: bool,
+    pub limit: i64,
+    pub remaining: i64,
+    pub retry_after: i64,
+    pub reset: i64,
+}
+
+impl Reply {
+    /// An allowed request: `retry_after` is always -1.
+    pub const fn allowed(limit: i64, remaining: i64, reset: i64) -> Reply {
+        Reply {
+            blocked: false,
+            limit,
+            remaining,
+            retry_after: -1,
+            reset,
+        }
+    }
+
+    /// A refused request: nothing was consumed; `retry_after` -1 means never.
+    pub const fn refused(limit: i64, remaining: i64, retry_after: i64, reset: i64) -> Reply {
+        Reply {
+            blocked: true,
+            limit,
+            remaining,
+            retry_after,
+            reset,
+        }
+    }
+
+    /// `(blocked, limit, remaining)`: the fields that do not depend on when
+    /// the call ran, for tests whose times do.
+    pub const fn counts(&self) -> (bool, i64, i64) {
+        (self.blocked, self.limit, self.remaining)
+    }
+
+    /// Every field but `reset`, for a reply whose `reset` depends on where
+    /// the call fell in a window (checked apart, against a range).
+    pub const fn without_reset(&self) -> (bool, i64, i64, i64) {
+        (self.blocked, self.limit, self.remaining, self.retry_after)
+    }
+}
+
+/// The integers as the server sent them: exactly five, `blocked` 0 or 1.
+impl TryFrom<Vec<i64>> for Reply {
+    type Error = String;
+
+    fn try_from(v: Vec<i64>) -> Result<Reply, String> {
+        let [blocked, limit, remaining, retry_after, reset] = v[..] else {
+            return Err(format!("not five integers: {v:?}"));
+        };
+        let blocked = match blocked {
+            0 => false,
+            1 => true,
+            _ => return Err(format!("blocked is neither 0 nor 1: {v:?}")),
+        };
+        Ok(Reply {
+            blocked,
+            limit,
+            remaining,
+            retry_after,
+            reset,
+        })
+    }
+}
+
+/// So that a pipeline's or a cluster client's replies parse as `Reply`.
+impl redis::FromRedisValue for Reply {
+    fn from_redis_value(v: &redis::Value) -> redis::RedisResult<Reply> {
+        let integers: Vec<i64> = redis::from_redis_value(v)?;
+        Reply::try_from(integers).map_err(|e| (redis::ErrorKind::TypeError, "not a reply", e).into())
+    }
+}
+
 /// Run a command that must reply with five integers.
-pub fn five(con: &mut redis::Connection, args: &[&str]) -> [i64; 5] {
+pub fn five(con: &mut redis::Connection, args: &[&str]) -> Reply {
     let v: Vec<i64> = cmd(args).query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    v.try_into()
-        .unwrap_or_else(|v| panic!("{args:?}: not five integers: {v:?}"))
+    Reply::try_from(v).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// Run any command of the module that answers a decision: its five
+/// integers (for `RL.ALL`, the binding limit's five).
+pub fn reply(con: &mut redis::Connection, args: &[&str]) -> Reply {
+    let v: Vec<i64> = cmd(args).query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    assert!(matches!(v.len(), 5 | 6), "{args:?}: {v:?}");
+    Reply::try_from(v[..5].to_vec()).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// Run `RL.ALL`: the binding limit's reply and its position (1-based).
+pub fn all(con: &mut redis::Connection, args: &[&str]) -> (Reply, i64) {
+    let v: Vec<i64> = cmd(args).query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    let [a, b, c, d, e, position] = v[..] else {
+        panic!("{args:?}: not six integers: {v:?}");
+    };
+    let reply = Reply::try_from(vec![a, b, c, d, e]).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    (reply, position)
 }
 
 /// Run a command that must fail; returns the full error text.
@@ -242,7 +337,7 @@ pub fn server_micros(con: &mut redis::Connection) -> u64 {
 
 /// A call bracketed by the server's clock: (reply, before µs, after µs). The
 /// command's own instant lies between the two.
-pub fn timed(con: &mut redis::Connection, args: &[&str]) -> ([i64; 5], u64, u64) {
+pub fn timed(con: &mut redis::Connection, args: &[&str]) -> (Reply, u64, u64) {
     let before = server_micros(con);
     let reply = five(con, args);
     let after = server_micros(con);
@@ -319,7 +414,7 @@ pub fn transaction_within(
     con: &mut redis::Connection,
     budget_micros: u64,
     commands: &[&[&str]],
-) -> Option<Vec<Vec<i64>>> {
+) -> Option<Vec<Reply>> {
     let mut pipe = redis::pipe();
     pipe.atomic().cmd("TIME");
     for args in commands {
@@ -427,4 +522,162 @@ pub struct Memory {
     pub fixed: i64,
     pub sliding_counter: i64,
     pub sliding_log_1000: i64,
+}
+
+/// One of the module's commands and a sample call of it. Every suite that
+/// covers all the commands loops over [`COMMANDS`], so that a command added
+/// to the module is added to every suite here, once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// As clients send it (`COMMAND` lists it in lower case: [`Sample::lower`]).
+    pub name: &'static str,
+    /// Its parameters, between the key and the quantity, as `COMMAND DOCS`
+    /// names them. The first is the burst size, the last a duration.
+    pub params: &'static [&'static str],
+    /// Valid values of `params`: a limit of [`SAMPLE_LIMIT`], and nothing
+    /// refills or ends during a test (one unit an hour; epoch-aligned
+    /// windows of 10^9 s, whose next boundary is in 2033).
+    pub args: &'static [&'static str],
+    /// Whether it takes `MS` and `PEEK` (redis-cell's grammar has no options).
+    pub options: bool,
+    /// The module arguments that register it; none: it always is.
+    pub load_with: &'static [&'static str],
+    /// Where its keys are and what it answers.
+    pub grammar: Grammar,
+}
+
+/// How a command names its keys, and what it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grammar {
+    /// `name key params... [quantity] [options]`: five integers.
+    Rate,
+    /// `name numkeys key... limits... [quantity] [options]`: six integers.
+    Keys,
+}
+
+/// The `limit` in the reply to every sample's `args`.
+pub const SAMPLE_LIMIT: i64 = 3;
+
+pub const COMMANDS: [Sample; 7] = [
+    Sample {
+        name: "RL.GCRA",
+        params: &["max_burst", "count", "period"],
+        args: &["2", "1", "3600"],
+        options: true,
+        load_with: &[],
+        grammar: Grammar::Rate,
+    },
+    Sample {
+        name: "RL.TOKEN_BUCKET",
+        params: &["capacity", "refill_count", "refill_period"],
+        args: &["3", "1", "3600"],
+        options: true,
+        load_with: &[],
+        grammar: Grammar::Rate,
+    },
+    Sample {
+        name: "RL.FIXED",
+        params: &["limit", "window"],
+        args: &["3", "1000000000"],
+        options: true,
+        load_with: &[],
+        grammar: Grammar::Rate,
+    },
+    Sample {
+        name: "RL.SLIDING_LOG",
+        params: &["limit", "window"],
+        args: &["3", "3600"],
+        options: true,
+        load_with: &[],
+        grammar: Grammar::Rate,
+    },
+    Sample {
+        name: "RL.SLIDING_COUNTER",
+        params: &["limit", "window"],
+        args: &["3", "1000000000"],
+        options: true,
+        load_with: &[],
+        grammar: Grammar::Rate,
+    },
+    // redis-cell's drop-in: opt-in, since it takes redis-cell's name.
+    Sample {
+        name: "CL.THROTTLE",
+        params: &["max_burst", "count", "period"],
+        args: &["2", "1", "3600"],
+        options: false,
+        load_with: &["cl_throttle", "yes"],
+        grammar: Grammar::Rate,
+    },
+    // Several limits, one decision: here one fixed window on the key.
+    Sample {
+        name: "RL.ALL",
+        params: &["numkeys", "limit"],
+        args: &["FIXED", "3", "1000000000"],
+        options: true,
+        load_with: &[],
+        grammar: Grammar::Keys,
+    },
+];
+
+impl Sample {
+    /// The name as `COMMAND` lists it.
+    pub fn lower(&self) -> String {
+        self.name.to_lowercase()
+    }
+
+    /// `name key args... extra...`: the sample call on `key` (`RL.ALL 1 key
+    /// args... extra...` for several keys).
+    pub fn call<'a>(&self, key: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = match self.grammar {
+            Grammar::Rate => vec![self.name, key],
+            Grammar::Keys => vec![self.name, "1", key],
+        };
+        args.extend_from_slice(self.args);
+        args.extend_from_slice(extra);
+        args
+    }
+
+    /// Parameters for `limit` units at once and `limit` more per `duration`
+    /// (a window of `limit` per `duration`), the same rate for every
+    /// algorithm: `max_burst` is `limit - 1`, the last parameter `duration`,
+    /// any other `limit`.
+    pub fn rate(&self, limit: u64, duration: &str) -> Vec<String> {
+        let last = self.params.len() - 1;
+        self.params
+            .iter()
+            .enumerate()
+            .map(|(i, &param)| match (i == last, param) {
+                (true, _) => duration.to_string(),
+                (false, "max_burst") => (limit - 1).to_string(),
+                (false, _) => limit.to_string(),
+            })
+            .collect()
+    }
+}
+
+/// The commands a server has when the module is loaded without arguments.
+pub fn default_commands() -> impl Iterator<Item = &'static Sample> {
+    COMMANDS.iter().filter(|s| s.load_with.is_empty())
+}
+
+/// The single-key rate commands a server has when the module is loaded
+/// without arguments: one limiter on one key, five integers.
+pub fn rate_commands() -> impl Iterator<Item = &'static Sample> {
+    default_commands().filter(|s| s.grammar == Grammar::Rate)
+}
+
+/// The sample of `name`, for a test about that one command.
+pub fn sample(name: &str) -> &'static Sample {
+    COMMANDS
+        .iter()
+        .find(|s| s.name.eq_ignore_ascii_case(name))
+        .unwrap_or_else(|| panic!("no {name} in COMMANDS"))
+}
+
+/// Module arguments that register every command of [`COMMANDS`].
+pub fn load_all() -> Vec<&'static str> {
+    COMMANDS
+        .iter()
+        .flat_map(|s| s.load_with.iter().copied())
+        .collect()
 }
