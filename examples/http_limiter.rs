@@ -1,8 +1,16 @@
-//! A rate-limited HTTP handler with the `redis` crate and RL.GCRA.
+//! A rate-limited HTTP handler with the `redis` crate and RL.ALL: two
+//! limits, one decision.
 //!
-//! Each client (the X-Client-Id header) may make 3 requests at once, then
-//! one every 20 seconds (3 per minute). The limiter's reply maps onto HTTP:
-//! 429 and Retry-After when refused, RateLimit-* headers always.
+//! Each client (the X-Client-Id header) has two policies, decided together
+//! by one RL.ALL call (a request counts against both only when both allow
+//! it):
+//! - "burst": 3 at once, then one every 10 seconds (GCRA);
+//! - "hourly": 3 per hour (an exact sliding log).
+//!
+//! The reply maps onto the IETF rate-limit header fields
+//! (draft-ietf-httpapi-ratelimit-headers-10): RateLimit-Policy lists the
+//! policies, RateLimit reports the binding one, and a refusal is a 429 with
+//! Retry-After.
 //!
 //! ```sh
 //! REDIS_PORT=6379 cargo run --example http_limiter   # serves, then calls itself 4 times
@@ -11,22 +19,64 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 
+/// A policy: its name, its algorithm and parameters in RL.ALL, and the
+/// quota and window (seconds) it advertises.
+struct Policy {
+    name: &'static str,
+    spec: &'static [&'static str],
+    quota: u64,
+    window: u64,
+}
+
+const POLICIES: [Policy; 2] = [
+    Policy {
+        name: "burst",
+        spec: &["GCRA", "2", "1", "10"],
+        quota: 3,
+        window: 30,
+    },
+    Policy {
+        name: "hourly",
+        spec: &["SLIDING_LOG", "3", "3600"],
+        quota: 3,
+        window: 3600,
+    },
+];
+
+fn policy_header() -> String {
+    POLICIES
+        .iter()
+        .map(|p| format!("\"{}\";q={};w={}", p.name, p.quota, p.window))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// (status, headers) for one request of this client.
-fn rate_limit(con: &mut redis::Connection, client_id: &str) -> redis::RedisResult<(u16, Vec<(String, i64)>)> {
-    // max_burst 2, 3 per 60 s
-    let (blocked, limit, remaining, retry_after, reset): (i64, i64, i64, i64, i64) = redis::cmd("RL.GCRA")
-        .arg(format!("ratelimit:{client_id}"))
-        .arg(2)
-        .arg(3)
-        .arg(60)
-        .query(con)?;
+fn rate_limit(
+    con: &mut redis::Connection,
+    client_id: &str,
+) -> redis::RedisResult<(u16, Vec<(String, String)>)> {
+    let mut cmd = redis::cmd("RL.ALL");
+    cmd.arg(POLICIES.len());
+    for p in &POLICIES {
+        // One hash tag per client keeps its limiters in one Cluster slot.
+        cmd.arg(format!("ratelimit:{{{client_id}}}:{}", p.name));
+    }
+    for p in &POLICIES {
+        cmd.arg(p.spec);
+    }
+    let (blocked, _limit, remaining, retry_after, reset, position): (i64, i64, i64, i64, i64, usize) =
+        cmd.query(con)?;
+    let binding = POLICIES.get(position.wrapping_sub(1)).map_or("?", |p| p.name);
     let mut headers = vec![
-        ("RateLimit-Limit".to_string(), limit),
-        ("RateLimit-Remaining".to_string(), remaining),
-        ("RateLimit-Reset".to_string(), reset),
+        ("RateLimit-Policy".to_string(), policy_header()),
+        (
+            "RateLimit".to_string(),
+            format!("\"{binding}\";r={remaining};t={reset}"),
+        ),
     ];
     if blocked == 1 {
-        headers.push(("Retry-After".to_string(), retry_after));
+        headers.push(("Retry-After".to_string(), retry_after.to_string()));
         return Ok((429, headers));
     }
     Ok((200, headers))
@@ -71,26 +121,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let address = listener.local_addr()?;
     std::thread::spawn(move || serve(listener, con));
 
-    for _ in 0..4 {
+    for i in 0..4 {
         let mut stream = TcpStream::connect(address)?;
         stream.write_all(b"GET / HTTP/1.1\r\nHost: example\r\nX-Client-Id: example-rust\r\n\r\n")?;
         let mut response = String::new();
         stream.read_to_string(&mut response)?;
-        let status = response.split(' ').nth(1).unwrap_or("?");
-        let shown: Vec<String> = [
-            "RateLimit-Limit",
-            "RateLimit-Remaining",
-            "RateLimit-Reset",
-            "Retry-After",
-        ]
-        .iter()
-        .filter_map(|name| {
+        let header = |name: &str| {
             response
                 .lines()
                 .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-                .map(|v| format!("{name}={v}"))
-        })
-        .collect();
+                .map(str::to_string)
+        };
+        if i == 0 {
+            println!(
+                "RateLimit-Policy: {}",
+                header("RateLimit-Policy").unwrap_or_default()
+            );
+        }
+        let status = response.split(' ').nth(1).unwrap_or("?");
+        let shown: Vec<String> = ["RateLimit", "Retry-After"]
+            .iter()
+            .filter_map(|name| header(name).map(|v| format!("{name}: {v}")))
+            .collect();
         println!("{status} {}", shown.join(" "));
     }
     Ok(())

@@ -1,8 +1,13 @@
-// A rate-limited HTTP handler with ioredis and RL.GCRA.
+// A rate-limited HTTP handler with ioredis and RL.ALL: two limits, one decision.
 //
-// Each client (the X-Client-Id header) may make 3 requests at once, then one
-// every 20 seconds (3 per minute). The limiter's reply maps onto HTTP: 429
-// and Retry-After when refused, RateLimit-* headers always.
+// Each client (the X-Client-Id header) has two policies, decided together by
+// one RL.ALL call (a request counts against both only when both allow it):
+// - "burst": 3 at once, then one every 10 seconds (GCRA);
+// - "hourly": 3 per hour (an exact sliding log).
+// The reply maps onto the IETF rate-limit header fields
+// (draft-ietf-httpapi-ratelimit-headers-10): RateLimit-Policy lists the
+// policies, RateLimit reports the binding one, and a refusal is a 429 with
+// Retry-After.
 //
 //   npm install
 //   REDIS_PORT=6379 node app.js      # serves, then calls itself 4 times
@@ -16,14 +21,23 @@ const redis = new Redis({
   port: Number(process.env.REDIS_PORT || 6379),
 });
 
+// [name, algorithm and parameters, quota, window in seconds]
+const POLICIES = [
+  ["burst", ["GCRA", 2, 1, 10], 3, 30],
+  ["hourly", ["SLIDING_LOG", 3, 3600], 3, 3600],
+];
+const POLICY_HEADER = POLICIES.map(([name, , quota, window]) => `"${name}";q=${quota};w=${window}`).join(", ");
+
 // [status, headers] for one request of this client.
 async function rateLimit(clientId) {
-  // max_burst 2, 3 per 60 s
-  const [blocked, limit, remaining, retryAfter, reset] = await redis.call("RL.GCRA", `ratelimit:${clientId}`, 2, 3, 60);
+  // One hash tag per client keeps its limiters in one Cluster slot.
+  const keys = POLICIES.map(([name]) => `ratelimit:{${clientId}}:${name}`);
+  const specs = POLICIES.flatMap(([, spec]) => spec);
+  const [blocked, , remaining, retryAfter, reset, position] = await redis.call("RL.ALL", keys.length, ...keys, ...specs);
+  const binding = POLICIES[position - 1][0];
   const headers = {
-    "RateLimit-Limit": String(limit),
-    "RateLimit-Remaining": String(remaining),
-    "RateLimit-Reset": String(reset),
+    "RateLimit-Policy": POLICY_HEADER,
+    RateLimit: `"${binding}";r=${remaining};t=${reset}`,
   };
   if (blocked) {
     headers["Retry-After"] = String(retryAfter);
@@ -49,12 +63,14 @@ function get(url) {
 
 server.listen(0, "127.0.0.1", async () => {
   const url = `http://127.0.0.1:${server.address().port}/`;
-  const names = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"];
   for (let i = 0; i < 4; i++) {
     const res = await get(url);
-    const shown = names
+    if (i === 0) {
+      console.log(`RateLimit-Policy: ${res.headers["ratelimit-policy"]}`);
+    }
+    const shown = ["RateLimit", "Retry-After"]
       .filter((n) => res.headers[n.toLowerCase()] !== undefined)
-      .map((n) => `${n}=${res.headers[n.toLowerCase()]}`)
+      .map((n) => `${n}: ${res.headers[n.toLowerCase()]}`)
       .join(" ");
     console.log(`${res.statusCode} ${shown}`);
   }

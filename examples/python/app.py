@@ -1,8 +1,13 @@
-"""A rate-limited HTTP handler with redis-py and RL.GCRA.
+"""A rate-limited HTTP handler with redis-py and RL.ALL: two limits, one decision.
 
-Each client (the X-Client-Id header) may make 3 requests at once, then one
-every 20 seconds (3 per minute). The limiter's reply maps onto HTTP: 429 and
-Retry-After when refused, RateLimit-* headers always.
+Each client (the X-Client-Id header) has two policies, decided together by
+one RL.ALL call (a request counts against both only when both allow it):
+- "burst": 3 at once, then one every 10 seconds (GCRA);
+- "hourly": 3 per hour (an exact sliding log).
+The reply maps onto the IETF rate-limit header fields
+(draft-ietf-httpapi-ratelimit-headers-10): RateLimit-Policy lists the
+policies, RateLimit reports the binding one, and a refusal is a 429 with
+Retry-After.
 
     pip install redis
     REDIS_PORT=6379 python app.py      # serves, then calls itself 4 times
@@ -18,16 +23,26 @@ import redis
 
 r = redis.Redis(host=os.environ.get("REDIS_HOST", "127.0.0.1"), port=int(os.environ.get("REDIS_PORT", "6379")))
 
+# (name, algorithm and parameters, quota, window in seconds)
+POLICIES = [
+    ("burst", ["GCRA", 2, 1, 10], 3, 30),
+    ("hourly", ["SLIDING_LOG", 3, 3600], 3, 3600),
+]
+POLICY_HEADER = ", ".join(f'"{name}";q={quota};w={window}' for name, _, quota, window in POLICIES)
+
 
 def rate_limit(client_id):
     """(status, headers) for one request of this client."""
-    blocked, limit, remaining, retry_after, reset = r.execute_command(
-        "RL.GCRA", f"ratelimit:{client_id}", 2, 3, 60  # max_burst 2, 3 per 60 s
+    # One hash tag per client keeps its limiters in one Cluster slot.
+    keys = [f"ratelimit:{{{client_id}}}:{name}" for name, _, _, _ in POLICIES]
+    specs = [arg for _, spec, _, _ in POLICIES for arg in spec]
+    blocked, _limit, remaining, retry_after, reset, position = r.execute_command(
+        "RL.ALL", len(keys), *keys, *specs
     )
+    binding = POLICIES[position - 1][0]
     headers = {
-        "RateLimit-Limit": str(limit),
-        "RateLimit-Remaining": str(remaining),
-        "RateLimit-Reset": str(reset),
+        "RateLimit-Policy": POLICY_HEADER,
+        "RateLimit": f'"{binding}";r={remaining};t={reset}',
     }
     if blocked:
         headers["Retry-After"] = str(retry_after)
@@ -54,14 +69,15 @@ def main():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/"
-    for _ in range(4):
+    for i in range(4):
         request = urllib.request.Request(url, headers={"X-Client-Id": "example-python"})
         try:
             response = urllib.request.urlopen(request)
         except urllib.error.HTTPError as refused:
             response = refused
-        names = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"]
-        shown = " ".join(f"{n}={response.headers[n]}" for n in names if response.headers[n] is not None)
+        if i == 0:
+            print(f"RateLimit-Policy: {response.headers['RateLimit-Policy']}")
+        shown = " ".join(f"{n}: {response.headers[n]}" for n in ["RateLimit", "Retry-After"] if response.headers[n])
         print(f"{response.status} {shown}")
     server.shutdown()
 
