@@ -66,6 +66,20 @@ pub fn command<S: Keyspace>(
     Ok(Reply::six(&decision, options.unit, binding as i64 + 1))
 }
 
+/// Where the keys are: `numkeys` of them after `numkeys`, as many as there
+/// are when it names more, none when it is not a number.
+pub fn key_positions(args: &[&[u8]]) -> std::ops::Range<usize> {
+    let numkeys = args
+        .get(1)
+        .and_then(|n| {
+            args::number("numkeys", 1, MAX_KEYS)
+                .parse(n, rl_core::TimeUnit::Seconds)
+                .ok()
+        })
+        .map_or(0, |n| n as usize);
+    2..(2 + numkeys).min(args.len()).max(2)
+}
+
 /// The keys' limits and the options, checked before any key is read.
 fn parse<'a>(row: &Row, args: &'a [&'a [u8]]) -> Result<(Few<Limit<'a>>, Options), CommandError> {
     let Some(numkeys) = args.get(1) else {

@@ -96,6 +96,16 @@ impl Row {
     }
 }
 
+/// Where `row`'s keys are in `args` (`args[0]` is the command's name), as
+/// far as the arguments say: the server asks a command declared with
+/// `getkeys-api` (Cluster slots, ACL key patterns, `COMMAND GETKEYS`).
+pub fn key_positions(row: &Row, args: &[&[u8]]) -> std::ops::Range<usize> {
+    match row.keys {
+        Keys::First => 1..args.len().min(2),
+        Keys::Counted => all::key_positions(args),
+    }
+}
+
 /// Run `row` on `args` (`args[0]` is the command's name) at `now`.
 pub fn run<S: Keyspace>(row: &Row, args: &[&[u8]], now: Instant, keys: &S) -> Result<Reply, CommandError> {
     match row.kind {

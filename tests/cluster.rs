@@ -2,7 +2,8 @@
 //! assigned by `redis-cli --cluster create` (`RL_CLI_BIN`, default
 //! `redis-cli`); a cluster-aware client drives every command of
 //! `common::COMMANDS` the module registers by default over keys in many
-//! slots.
+//! slots, and RL.ALL over keys that share a slot (hash tags) or do not
+//! (CROSSSLOT).
 
 mod common;
 
@@ -108,4 +109,72 @@ fn every_command_routes_and_runs_in_a_cluster() {
         let keys: Vec<String> = getkeys.query(&mut direct).unwrap();
         assert_eq!(keys, vec!["some:key".to_string()], "{name}");
     }
+
+    // RL.ALL over one user's limiters, kept in one slot by a hash tag: the
+    // client routes it to the node that owns the slot, and every limit is
+    // judged there; a second call sees the first one's units.
+    let all = |tag: &str| {
+        let mut call = redis::cmd("RL.ALL");
+        call.arg(2)
+            .arg(format!("{{{tag}}}:burst"))
+            .arg(format!("{{{tag}}}:hourly"))
+            .arg(&["GCRA", "2", "1", "3600"])
+            .arg(&["SLIDING_LOG", "2", "3600"]);
+        call
+    };
+    for tag in ["user:7", "user:8", "tenant:1"] {
+        let first: Vec<i64> = all(tag).query(&mut c).unwrap();
+        assert_eq!(first, [0, 2, 1, -1, 3600, 2], "{tag}");
+        let second: Vec<i64> = all(tag).query(&mut c).unwrap();
+        assert_eq!(second[..3], [0, 2, 0], "{tag}");
+        assert_eq!(second[5], 2, "{tag}");
+        // The hourly log refuses a third: nothing is counted, not even by the
+        // burst, which had room for it.
+        let third: Vec<i64> = all(tag).query(&mut c).unwrap();
+        assert_eq!(third[..4], [1, 2, 0, 3600], "{tag}");
+        assert_eq!(third[5], 2, "{tag}");
+        let burst: Reply = redis::cmd("RL.GCRA")
+            .arg(format!("{{{tag}}}:burst"))
+            .arg(&["2", "1", "3600", "0"])
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(burst.counts(), (false, 3, 1), "{tag}");
+    }
+    // Keys in different slots: the server refuses the command before it
+    // runs (CROSSSLOT), on whichever node receives it.
+    let (a, b) = ("user:1:burst", "user:2:hourly");
+    let slots: Vec<i64> = [a, b]
+        .iter()
+        .map(|k| cmd(&["CLUSTER", "KEYSLOT", k]).query(&mut direct).unwrap())
+        .collect();
+    assert_ne!(slots[0], slots[1]);
+    for node in &nodes {
+        let e = cmd(&["RL.ALL", "2", a, b, "FIXED", "3", "60", "FIXED", "3", "60"])
+            .query::<redis::Value>(&mut node.client())
+            .unwrap_err();
+        assert_eq!(e.code(), Some("CROSSSLOT"), "{e:?}");
+    }
+    // COMMAND GETKEYS lists every key of RL.ALL.
+    let keys: Vec<String> = cmd(&[
+        "COMMAND",
+        "GETKEYS",
+        "RL.ALL",
+        "3",
+        "k1",
+        "k2",
+        "k3",
+        "FIXED",
+        "1",
+        "1",
+        "GCRA",
+        "1",
+        "1",
+        "1",
+        "SLIDING_LOG",
+        "1",
+        "1",
+    ])
+    .query(&mut direct)
+    .unwrap();
+    assert_eq!(keys, ["k1", "k2", "k3"]);
 }

@@ -1,5 +1,6 @@
 //! Soak: many concurrent clients, many keys, short windows (MS), every
-//! command the module registers by default (`common::COMMANDS`).
+//! command the module registers by default (`common::COMMANDS`), and one
+//! call in six an RL.ALL over two limits.
 //! Afterwards, once the windows have passed, every key is gone and
 //! `used_memory` is back within a few percent of where it started.
 //!
@@ -31,7 +32,25 @@ fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
                         let key = format!("soak:{t}:{}", x % keys_per_thread);
                         let q = ((x >> 20) % 4).to_string();
                         let w = (50 + (x >> 30) % 200).to_string(); // 50..250 ms
-                        let command = commands[((x >> 40) % commands.len() as u64) as usize];
+                        let pick = |shift: u32| commands[((x >> shift) % commands.len() as u64) as usize];
+                        let command = pick(40);
+                        if (x >> 50) % 6 == 0 {
+                            // One request under two of the key's limiters at
+                            // once (RL.ALL): the commands' algorithms by name.
+                            let other = pick(45);
+                            let algorithm = |c: &Sample| c.name.trim_start_matches("RL.").to_string();
+                            pipe.cmd("RL.ALL")
+                                .arg(2)
+                                .arg(format!("{key}:all:{}", command.name))
+                                .arg(format!("{key}:all2:{}", other.name))
+                                .arg(algorithm(command))
+                                .arg(command.rate(10, &w))
+                                .arg(algorithm(other))
+                                .arg(other.rate(10, &w))
+                                .arg(&q)
+                                .arg("MS");
+                            continue;
+                        }
                         // Ten units at once, ten more per window.
                         pipe.cmd(command.name)
                             .arg(format!("{key}:{}", command.name))
@@ -41,7 +60,10 @@ fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
                     }
                     let replies: Vec<Vec<i64>> = pipe.query(&mut con).unwrap();
                     for reply in replies {
-                        let r = Reply::try_from(reply).unwrap();
+                        // RL.ALL appends the binding limit's position.
+                        let position = (reply.len() == 6).then(|| reply[5]);
+                        assert!(matches!(position, None | Some(1 | 2)), "{reply:?}");
+                        let r = Reply::try_from(reply[..5].to_vec()).unwrap();
                         assert!(r.remaining <= r.limit, "{r:?}");
                     }
                     done += 100;

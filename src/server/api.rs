@@ -35,6 +35,9 @@ pub struct Api {
     /// Redis 7.2+ and Valkey: one instant per command, script or transaction.
     pub cached_microseconds: Option<unsafe extern "C" fn() -> c_longlong>,
     pub microseconds: Option<unsafe extern "C" fn() -> c_longlong>,
+    /// For the commands whose keys the server asks the module for.
+    pub is_keys_position_request: Option<unsafe extern "C" fn(Ctx) -> c_int>,
+    pub key_at_pos: Option<unsafe extern "C" fn(Ctx, c_int)>,
 }
 
 static API: OnceLock<Api> = OnceLock::new();
@@ -77,6 +80,8 @@ impl Api {
                 get_notify_keyspace_events: raw::RedisModule_GetNotifyKeyspaceEvents,
                 cached_microseconds: raw::RedisModule_CachedMicroseconds,
                 microseconds: raw::RedisModule_Microseconds,
+                is_keys_position_request: raw::RedisModule_IsKeysPositionRequest,
+                key_at_pos: raw::RedisModule_KeyAtPos,
             }
         };
         // A reload of the module in the same process finds the table set.

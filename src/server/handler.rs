@@ -6,7 +6,7 @@ use super::api::Api;
 use super::clock;
 use super::key::{string_bytes, ServerKeys};
 use crate::error::CommandError;
-use crate::registry::{self, Row, COMMANDS};
+use crate::registry::{self, Keys, Row, COMMANDS};
 use crate::reply::Reply;
 use redis_module::raw;
 use std::ffi::CString;
@@ -93,16 +93,47 @@ unsafe fn run(
                 &heap
             }
         };
+        if row.keys == Keys::Counted && keys_position_request(api, ctx) {
+            // The server only asks where the keys are (Cluster routing, ACL
+            // key patterns, COMMAND GETKEYS): it expects no reply.
+            tell_key_positions(api, ctx, registry::key_positions(row, args));
+            return None;
+        }
         // SAFETY: the context and arguments are the running command's, and
         // the keyspace lives only for this call.
         let keys = unsafe { ServerKeys::new(ctx, argv, api) };
-        registry::run(row, args, clock::now(api), &keys)
+        Some(registry::run(row, args, clock::now(api), &keys))
     }));
-    let result = result.unwrap_or(Err(CommandError::Internal));
+    let result = match result {
+        Ok(Some(result)) => result,
+        Ok(None) => return,
+        Err(_) => Err(CommandError::Internal),
+    };
     row.stats
         .record(result.as_ref().map(Reply::blocked).map_err(|_| ()));
     // SAFETY: the context is the running command's.
     unsafe { reply(api, ctx, result) };
+}
+
+/// Whether the server calls the command only to learn where its keys are.
+fn keys_position_request(api: &Api, ctx: *mut raw::RedisModuleCtx) -> bool {
+    // SAFETY: the context is the running command's; the call only reads it.
+    api.is_keys_position_request
+        .is_some_and(|is_request| unsafe { is_request(ctx) } != 0)
+}
+
+/// Tell the server the positions of the keys.
+fn tell_key_positions(api: &Api, ctx: *mut raw::RedisModuleCtx, positions: std::ops::Range<usize>) {
+    let Some(key_at) = api.key_at_pos else {
+        return;
+    };
+    for position in positions {
+        if let Ok(position) = c_int::try_from(position) {
+            // SAFETY: the context is the running command's, which is a keys
+            // position request; the position is within its arguments.
+            unsafe { key_at(ctx, position) };
+        }
+    }
 }
 
 /// Write the reply into the client's buffer.

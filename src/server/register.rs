@@ -31,7 +31,14 @@ pub fn create_commands(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
             // server reads for keys, Cluster slots and ACL patterns.
             Keys::Counted => (0, 0, 0),
         };
-        let (name, flags) = (c_string(row.name), c_string(row.flags));
+        // A command whose keys are counted tells the server where they are
+        // when asked (`getkeys-api`): Redis 7.0 reads only the legacy key
+        // range for Cluster slots, not the key specs.
+        let flags = match row.keys {
+            Keys::First => row.flags.to_string(),
+            Keys::Counted => format!("{} getkeys-api", row.flags),
+        };
+        let (name, flags) = (c_string(row.name), c_string(&flags));
         // SAFETY: called from OnLoad with the module's context; the strings
         // are NUL-terminated and copied by the server.
         let created = unsafe {

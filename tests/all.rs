@@ -1,0 +1,476 @@
+//! RL.ALL on a real server: what only a server can show. Its keys are
+//! declared (COMMAND GETKEYS, ACL key patterns on every key), a refusal
+//! writes nothing on any key, an allowed request replicates every key's
+//! effect in one MULTI/EXEC (to a replica without the module, and to the
+//! AOF), it mixes freely with the single commands, INFO counts it, and no
+//! random request crashes the server or writes when it is refused. (The
+//! decisions themselves are checked at exact instants by the unit tests.)
+
+mod common;
+
+use common::{all, cmd, error, five, info_field, snapshot, Reply, Server};
+use redis::{Connection, ConnectionLike, Value};
+
+/// Both limits of one user, for an hour: a burst of 3 (one more an hour)
+/// and 2 per hour.
+const BURST_AND_HOURLY: [&str; 11] = [
+    "RL.ALL",
+    "2",
+    "{u}:burst",
+    "{u}:hourly",
+    "GCRA",
+    "2",
+    "1",
+    "3600",
+    "SLIDING_LOG",
+    "2",
+    "3600",
+];
+
+#[test]
+fn keys_are_declared_for_getkeys_and_command_info() {
+    let s = Server::start();
+    let mut c = s.client();
+    let keys: Vec<String> = cmd(&[
+        "COMMAND", "GETKEYS", "RL.ALL", "2", "a", "b", "FIXED", "1", "1", "GCRA", "1", "1", "1",
+    ])
+    .query(&mut c)
+    .unwrap();
+    assert_eq!(keys, ["a", "b"]);
+    let info: Value = cmd(&["COMMAND", "INFO", "rl.all"]).query(&mut c).unwrap();
+    let text = format!("{info:?}");
+    for flag in ["write", "denyoom", "movablekeys"] {
+        assert!(text.contains(flag), "{flag}: {text}");
+    }
+    assert!(!text.contains("\"fast\""), "{text}");
+}
+
+/// A user allowed `~allowed:*` may run RL.ALL only when every key matches.
+#[test]
+fn acl_key_patterns_apply_to_every_key() {
+    let s = Server::start();
+    let mut c = s.client();
+    cmd(&["ACL", "SETUSER", "app", "on", ">secret", "~allowed:*", "+@all"])
+        .query::<()>(&mut c)
+        .unwrap();
+    let mut app = redis::Client::open(format!("redis://app:secret@127.0.0.1:{}/", s.port))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let (reply, position) = all(
+        &mut app,
+        &[
+            "RL.ALL",
+            "2",
+            "allowed:a",
+            "allowed:b",
+            "FIXED",
+            "5",
+            "60",
+            "FIXED",
+            "5",
+            "60",
+        ],
+    );
+    assert_eq!((reply.counts(), position), ((false, 5, 4), 1));
+    for keys in [["allowed:a", "other:b"], ["other:a", "allowed:b"]] {
+        let e = error(
+            &mut app,
+            &[
+                "RL.ALL", "2", keys[0], keys[1], "FIXED", "5", "60", "FIXED", "5", "60",
+            ],
+        );
+        assert!(e.starts_with("NOPERM"), "{keys:?}: {e}");
+    }
+    let exists: i64 = cmd(&["EXISTS", "other:a", "other:b"]).query(&mut c).unwrap();
+    assert_eq!(exists, 0);
+}
+
+/// All or nothing: when one limit refuses, no key changes, not even the
+/// one that would have allowed; the next allowed request counts on both.
+#[test]
+fn a_refusal_writes_nothing_on_any_key() {
+    let s = Server::start();
+    let mut c = s.client();
+    let (first, position) = all(&mut c, &BURST_AND_HOURLY);
+    assert_eq!((first, position), (Reply::allowed(2, 1, 3600), 2));
+    let (second, _) = all(&mut c, &BURST_AND_HOURLY);
+    assert_eq!(second.counts(), (false, 2, 0));
+    let before = (snapshot(&mut c, "{u}:burst"), snapshot(&mut c, "{u}:hourly"));
+    // The hourly log refuses; the burst had room for a third unit.
+    let (third, position) = all(&mut c, &BURST_AND_HOURLY);
+    assert_eq!((third.without_reset(), position), ((true, 2, 0, 3600), 2));
+    assert_eq!(
+        (snapshot(&mut c, "{u}:burst"), snapshot(&mut c, "{u}:hourly")),
+        before
+    );
+    // The same limiter as RL.GCRA's: two units taken, one left.
+    let burst = five(&mut c, &["RL.GCRA", "{u}:burst", "2", "1", "3600", "0"]);
+    assert_eq!(burst.counts(), (false, 3, 1));
+    assert_eq!(info_field(&mut c, "ratelimit", "ratelimit_all_calls"), 3);
+    assert_eq!(info_field(&mut c, "ratelimit", "ratelimit_all_allowed"), 2);
+    assert_eq!(info_field(&mut c, "ratelimit", "ratelimit_all_refused"), 1);
+    assert_eq!(info_field(&mut c, "ratelimit", "ratelimit_gcra_calls"), 1);
+    // A sliding log written by RL.ALL counts its entries.
+    assert_eq!(
+        info_field(&mut c, "ratelimit", "ratelimit_sliding_log_entries_written"),
+        2
+    );
+}
+
+/// The single commands and RL.ALL are the same limiters: a key written by
+/// one is read by the other, in any order.
+#[test]
+fn the_single_commands_and_all_share_their_limiters() {
+    let s = Server::start();
+    let mut c = s.client();
+    let single = ["RL.SLIDING_COUNTER", "{u}:c", "4", "1000000000"];
+    assert_eq!(five(&mut c, &single).counts(), (false, 4, 3));
+    let (reply, _) = all(
+        &mut c,
+        &["RL.ALL", "1", "{u}:c", "sliding_counter", "4", "1000000000", "2"],
+    );
+    assert_eq!(reply.counts(), (false, 4, 1));
+    assert_eq!(five(&mut c, &single).counts(), (false, 4, 0));
+    assert_eq!(five(&mut c, &single).counts(), (true, 4, 0));
+}
+
+fn wait_for_link(r: &mut Connection) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let info: String = cmd(&["INFO", "replication"]).query(r).unwrap();
+        if info.contains("master_link_status:up") {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "replica never synced");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// An allowed request replicates each key's effect, wrapped by the server in
+/// one MULTI/EXEC: a replica without the module and an AOF replay hold the
+/// same state; nothing of RL.ALL itself reaches them.
+#[test]
+fn every_keys_effect_replicates_in_one_transaction() {
+    let mut master = Server::start_with(
+        &[
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--repl-diskless-sync-delay",
+            "0",
+        ],
+        true,
+    );
+    let mut m = master.client();
+    let replica = Server::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()], false);
+    let mut r = replica.client();
+    wait_for_link(&mut r);
+    let keys = ["{u}:burst", "{u}:hourly", "{u}:log", "{u}:fixed"];
+    // A log longer than 64 bytes is replicated as patches.
+    for _ in 0..3 {
+        let (reply, _) = all(
+            &mut m,
+            &[
+                "RL.ALL",
+                "4",
+                keys[0],
+                keys[1],
+                keys[2],
+                keys[3],
+                "GCRA",
+                "19",
+                "1",
+                "3600",
+                "SLIDING_LOG",
+                "20",
+                "3600",
+                "SLIDING_LOG",
+                "100",
+                "3600",
+                "FIXED",
+                "50",
+                "1000000000",
+                "4",
+            ],
+        );
+        assert!(!reply.blocked, "{reply:?}");
+    }
+    let acked: i64 = cmd(&["WAIT", "1", "10000"]).query(&mut m).unwrap();
+    assert_eq!(acked, 1);
+    let on_master: Vec<_> = keys.iter().map(|k| snapshot(&mut m, k)).collect();
+    assert!(on_master.iter().all(|(dump, at)| dump.is_some() && *at > 0));
+    let on_replica: Vec<_> = keys.iter().map(|k| snapshot(&mut r, k)).collect();
+    assert_eq!(on_master, on_replica);
+    // The AOF: transactions of SETs (and a log's SETRANGEs), no RL.ALL.
+    let mut aof = Vec::new();
+    for entry in std::fs::read_dir(master.dir.join("appendonlydir")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.to_string_lossy().ends_with(".aof") {
+            aof.extend(std::fs::read(path).unwrap());
+        }
+    }
+    let aof = String::from_utf8_lossy(&aof).to_lowercase();
+    assert!(!aof.contains("rl.all"), "{aof}");
+    assert_eq!(aof.matches("\r\nmulti\r\n").count(), 3, "{aof}");
+    assert_eq!(aof.matches("\r\nexec\r\n").count(), 3, "{aof}");
+    assert!(aof.contains("setrange"), "{aof}");
+    // Replayed after a crash: the same state.
+    drop(m);
+    master.crash_and_restart();
+    let mut m = master.client();
+    let replayed: Vec<_> = keys.iter().map(|k| snapshot(&mut m, k)).collect();
+    assert_eq!(replayed, on_master);
+}
+
+/// A small deterministic PRNG (xorshift64*), so a failure replays exactly.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Keys the fuzzer aims at: one per algorithm and position (so a key
+/// mostly holds its own algorithm's state), and two that hold another type
+/// or a corrupt state.
+const KEYS: [&str; 17] = [
+    "fz:GCRA:0",
+    "fz:GCRA:1",
+    "fz:GCRA:2",
+    "fz:TOKEN_BUCKET:0",
+    "fz:TOKEN_BUCKET:1",
+    "fz:TOKEN_BUCKET:2",
+    "fz:FIXED:0",
+    "fz:FIXED:1",
+    "fz:FIXED:2",
+    "fz:SLIDING_LOG:0",
+    "fz:SLIDING_LOG:1",
+    "fz:SLIDING_LOG:2",
+    "fz:SLIDING_COUNTER:0",
+    "fz:SLIDING_COUNTER:1",
+    "fz:SLIDING_COUNTER:2",
+    "fz:list",
+    "fz:junk",
+];
+
+fn random_token(rng: &mut Rng) -> Vec<u8> {
+    const CORPUS: &[&[u8]] = &[
+        b"",
+        b"0",
+        b"-1",
+        b"1",
+        b"2",
+        b"3",
+        b"5",
+        b"60",
+        b"100",
+        b"00",
+        b"1.5",
+        b"MS",
+        b"ms",
+        b"PEEK",
+        b"peek",
+        b"FIXED",
+        b"fixed",
+        b"GCRA",
+        b"gcra",
+        b"Token_Bucket",
+        b"SLIDING_LOG",
+        b"sliding_counter",
+        b"LEAKY",
+        b"RL.FIXED",
+        b"\xff\xfe",
+        b"\x00",
+        b"9223372036854775808",
+        b"99999999999999999999999",
+    ];
+    CORPUS[rng.below(CORPUS.len())].to_vec()
+}
+
+/// A request that is mostly well formed: numkeys, keys, limits and options,
+/// then a few tokens replaced, removed or inserted.
+fn random_request(rng: &mut Rng) -> Vec<Vec<u8>> {
+    const ALGORITHMS: [(&str, usize); 5] = [
+        ("GCRA", 3),
+        ("TOKEN_BUCKET", 3),
+        ("FIXED", 2),
+        ("SLIDING_LOG", 2),
+        ("SLIDING_COUNTER", 2),
+    ];
+    let n = 1 + rng.below(3);
+    let mut args: Vec<Vec<u8>> = vec![n.to_string().into_bytes()];
+    let limits: Vec<(&str, usize)> = (0..n).map(|_| ALGORITHMS[rng.below(ALGORITHMS.len())]).collect();
+    for (i, (name, _)) in limits.iter().enumerate() {
+        // Its own key; now and then any key (a repeat, another algorithm's,
+        // another type, a corrupt state).
+        let key = if rng.below(10) == 0 {
+            KEYS[rng.below(KEYS.len())].to_string()
+        } else {
+            format!("fz:{name}:{i}")
+        };
+        args.push(key.into_bytes());
+    }
+    for (name, count) in limits {
+        args.push(name.as_bytes().to_vec());
+        for i in 0..count {
+            // The first parameter (a burst, a capacity, a limit) small, the
+            // last (a period or window) up to an hour.
+            let value = if i == 0 {
+                1 + rng.below(5)
+            } else {
+                1 + rng.below(3600)
+            };
+            args.push(value.to_string().into_bytes());
+        }
+    }
+    if rng.below(2) == 0 {
+        args.push(rng.below(8).to_string().into_bytes());
+    }
+    for _ in 0..rng.below(3) {
+        args.push(if rng.below(2) == 0 {
+            b"MS".to_vec()
+        } else {
+            b"PEEK".to_vec()
+        });
+    }
+    for _ in 0..rng.below(4).saturating_sub(1) {
+        let at = rng.below(args.len() + 1);
+        match rng.below(3) {
+            0 if at < args.len() => args[at] = random_token(rng),
+            1 if at < args.len() => {
+                args.remove(at);
+            }
+            _ => args.insert(at, random_token(rng)),
+        }
+    }
+    args
+}
+
+/// Random RL.ALL requests, each in a MULTI between DUMPs of every key: a
+/// reply is six integers obeying the reply's rules with a position among
+/// the keys; a refusal, like an error, changes no key; the server stays up.
+#[test]
+fn random_requests_never_crash_or_write_when_refused() {
+    let s = Server::start();
+    let mut c = s.client();
+    cmd(&["RPUSH", "fz:list", "x"]).query::<()>(&mut c).unwrap();
+    cmd(&["SET", "fz:junk", "not a limiter"])
+        .query::<()>(&mut c)
+        .unwrap();
+    let seed = std::env::var("RL_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x51_7cc1_b727_220a ^ u64::from(std::process::id()));
+    println!("seed {seed}");
+    let mut rng = Rng(seed.max(1));
+    let total: usize = std::env::var("RL_FUZZ_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let (mut replies, mut refusals, mut errors) = (0usize, 0usize, 0usize);
+    let batch = 200;
+    // Per request: MULTI, the DUMPs before, the call, the DUMPs after, EXEC.
+    let per = 2 + 2 * KEYS.len() + 1;
+    for _ in 0..total.div_ceil(batch) {
+        let mut pipe = redis::pipe();
+        let mut requests = Vec::with_capacity(batch);
+        for _ in 0..batch {
+            let args = random_request(&mut rng);
+            pipe.cmd("MULTI");
+            for key in KEYS {
+                pipe.cmd("DUMP").arg(key);
+            }
+            let mut call = redis::cmd("RL.ALL");
+            for a in &args {
+                call.arg(&a[..]);
+            }
+            pipe.add_command(call);
+            for key in KEYS {
+                pipe.cmd("DUMP").arg(key);
+            }
+            pipe.cmd("EXEC");
+            requests.push(args);
+        }
+        let raw = c
+            .req_packed_commands(&pipe.get_packed_pipeline(), 0, per * batch)
+            .unwrap();
+        for (args, chunk) in requests.iter().zip(raw.chunks(per)) {
+            let shown = args
+                .iter()
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect::<Vec<_>>();
+            let result = &chunk[per - 1];
+            if let Value::ServerError(e) = result {
+                // The server's own arity check: nothing ran.
+                assert_eq!(e.code(), "EXECABORT", "seed {seed}: {shown:?}: {e:?}");
+                errors += 1;
+                continue;
+            }
+            let Value::Array(parts) = result else {
+                panic!("seed {seed}: {shown:?}: EXEC gave {result:?}");
+            };
+            let (before, rest) = parts.split_at(KEYS.len());
+            let (reply, after) = rest.split_first().expect("a reply");
+            let unchanged = before == after;
+            match reply {
+                Value::ServerError(e) => {
+                    errors += 1;
+                    assert!(
+                        matches!(e.code(), "ERR" | "WRONGTYPE"),
+                        "seed {seed}: {shown:?}: {e:?}"
+                    );
+                    assert!(
+                        !e.details().is_some_and(|d| d.contains("internal error")),
+                        "seed {seed}: {shown:?}: {e:?}"
+                    );
+                    assert!(unchanged, "seed {seed}: {shown:?}: an error changed a key");
+                }
+                Value::Array(items) => {
+                    replies += 1;
+                    let fields: Vec<i64> = items
+                        .iter()
+                        .map(|v| match v {
+                            Value::Int(i) => *i,
+                            other => panic!("seed {seed}: {shown:?}: {other:?}"),
+                        })
+                        .collect();
+                    let [a, b, c, d, e, position] = fields[..] else {
+                        panic!("seed {seed}: {shown:?}: not six integers: {fields:?}");
+                    };
+                    let r = Reply::try_from(vec![a, b, c, d, e]).unwrap();
+                    let numkeys: i64 = std::str::from_utf8(&args[0]).unwrap().parse().unwrap();
+                    assert!(
+                        (1..=numkeys).contains(&position),
+                        "seed {seed}: {shown:?}: {fields:?}"
+                    );
+                    assert!(
+                        (0..=r.limit).contains(&r.remaining),
+                        "seed {seed}: {shown:?}: {r:?}"
+                    );
+                    assert!(r.limit >= 1 && r.reset >= 0, "seed {seed}: {shown:?}: {r:?}");
+                    if r.blocked {
+                        refusals += 1;
+                        assert!(unchanged, "seed {seed}: {shown:?}: a refusal changed a key");
+                    } else {
+                        assert_eq!(r.retry_after, -1, "seed {seed}: {shown:?}: {r:?}");
+                    }
+                }
+                other => panic!("seed {seed}: {shown:?}: {other:?}"),
+            }
+        }
+    }
+    println!("{total} random RL.ALL (seed {seed}): {replies} replies ({refusals} refused), {errors} errors");
+    assert!(replies > total / 10 && errors > total / 10 && refusals > 0);
+    let pong: String = cmd(&["PING"]).query(&mut c).unwrap();
+    assert_eq!(pong, "PONG");
+}
