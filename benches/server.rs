@@ -41,8 +41,26 @@ struct Workload {
     name: String,
     /// The command-stats entry that measures it (`cmdstat_<this>`).
     stat: String,
-    /// Arguments for redis-benchmark; `{key}` is the limiter's key.
+    /// Arguments for redis-benchmark; `{key}` is the limiter's key, and
+    /// `{period}` every period or window (seconds): 1, or 60 for the
+    /// variants with long periods.
     args: Vec<String>,
+}
+
+impl Workload {
+    /// Its arguments with `key` and the period `period` in place.
+    fn args(&self, key: &str, period: &str) -> Vec<String> {
+        self.args
+            .iter()
+            .map(|a| a.replace("{key}", key).replace("{period}", period))
+            .collect()
+    }
+
+    /// Whether it touches one key, `{key}` itself.
+    fn one_key(&self) -> bool {
+        self.args.iter().filter(|a| a.contains("{key}")).count() == 1
+            && self.args.iter().any(|a| a == "{key}")
+    }
 }
 
 #[derive(Serialize)]
@@ -234,7 +252,7 @@ impl Server {
 /// `redis-benchmark` on `workload`; returns requests per second.
 fn benchmark(port: u16, workload: &Workload, requests: u64, pipeline: u32, random: bool) -> f64 {
     let key = if random { "user:__rand_int__" } else { "user:one" };
-    let args: Vec<String> = workload.args.iter().map(|a| a.replace("{key}", key)).collect();
+    let args = workload.args(key, PERIOD);
     let mut cmd = Command::new("redis-benchmark");
     cmd.args(["-p", &port.to_string(), "-n", &requests.to_string(), "-c", "50"])
         .args(["-P", &pipeline.to_string(), "--csv"]);
@@ -276,8 +294,8 @@ fn workloads(server: &Server) -> Vec<Workload> {
         ),
     ];
     // Every command the module registers by default, at one rate: bursts
-    // of 100, and 100 per second.
-    let rate = |sample: &common::Sample| sample.rate(100, "1");
+    // of 100, and 100 per period.
+    let rate = |sample: &common::Sample| sample.rate(100, "{period}");
     for sample in common::rate_commands() {
         let mut args = vec![sample.name, "{key}"];
         let params = rate(sample);
@@ -303,6 +321,61 @@ fn workloads(server: &Server) -> Vec<Workload> {
         args.extend(params.iter().map(String::as_str));
         list.push(w(&format!("Lua {file}"), "evalsha", &args));
     }
+    // Several limits in one decision: three fixed windows (against three
+    // RL.FIXED calls, and the same all-or-nothing check in Lua), and a GCRA
+    // limit with a sliding log (against one call of each, and Lua).
+    list.push(w(
+        ALL_FIXED,
+        "rl.all",
+        &[
+            "RL.ALL", "3", "{key}:a", "{key}:b", "{key}:c", "FIXED", "100", "{period}", "FIXED", "100",
+            "{period}", "FIXED", "100", "{period}",
+        ],
+    ));
+    list.push(w(
+        ALL_MIXED,
+        "rl.all",
+        &[
+            "RL.ALL",
+            "2",
+            "{key}:g",
+            "{key}:l",
+            "GCRA",
+            "99",
+            "100",
+            "{period}",
+            "SLIDING_LOG",
+            "100",
+            "{period}",
+        ],
+    ));
+    for (name, file, keys, params) in [
+        (
+            LUA_ALL_FIXED,
+            "all_fixed",
+            &["{key}:a", "{key}:b", "{key}:c"][..],
+            &["100", "{period}", "100", "{period}", "100", "{period}"][..],
+        ),
+        (
+            LUA_ALL_MIXED,
+            "all_gcra_sliding_log",
+            &["{key}:g", "{key}:l"],
+            &["99", "100", "{period}", "100", "{period}"],
+        ),
+    ] {
+        let script = std::fs::read_to_string(lua_dir.join(format!("{file}.lua"))).unwrap();
+        let mut con = server.connection();
+        let sha: String = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(&script)
+            .query(&mut con)
+            .unwrap();
+        let count = keys.len().to_string();
+        let mut args = vec!["EVALSHA", sha.as_str(), count.as_str()];
+        args.extend_from_slice(keys);
+        args.extend_from_slice(params);
+        list.push(w(name, "evalsha", &args));
+    }
     // redis-cell's own command, with the grammar the module's drop-in copies.
     if std::env::var("RL_CELL_MODULE").is_ok() {
         let cell = common::sample("CL.THROTTLE");
@@ -313,6 +386,13 @@ fn workloads(server: &Server) -> Vec<Workload> {
     }
     list
 }
+
+/// The period of the throughput runs and the base instruction counts (s).
+const PERIOD: &str = "1";
+const ALL_FIXED: &str = "RL.ALL: 3 FIXED";
+const ALL_MIXED: &str = "RL.ALL: GCRA + SLIDING_LOG";
+const LUA_ALL_FIXED: &str = "Lua all: 3 fixed";
+const LUA_ALL_MIXED: &str = "Lua all: gcra + sliding_log";
 
 fn usec_per_call(server: &Server, stat: &str) -> f64 {
     let line = server
@@ -418,11 +498,11 @@ fn main() {
     let mut con = server.connection();
     for w in list
         .iter()
-        .filter(|w| w.name.starts_with("RL.") || w.name.starts_with("Lua"))
+        .filter(|w| (w.name.starts_with("RL.") || w.name.starts_with("Lua")) && w.one_key())
     {
         let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
         for _ in 0..2 {
-            let args: Vec<String> = w.args.iter().map(|a| a.replace("{key}", "user:000001")).collect();
+            let args = w.args("user:000001", PERIOD);
             let _: redis::Value = redis::cmd(&args[0]).arg(&args[1..]).query(&mut con).unwrap();
         }
         let bytes: i64 = redis::cmd("MEMORY")
@@ -510,20 +590,17 @@ fn main() {
 /// Suffix of the workloads that use a 60-second period or window.
 const LONG: &str = " (60 s)";
 
-/// Every limiter workload again with a 60-second period or window (its last
-/// argument) instead of one second: then no limiter expires during a
-/// callgrind run, however slowly it goes, and every call on a new key
-/// inserts one (the one-second workloads see some keys expire and return).
+/// Every limiter workload again with 60-second periods and windows instead
+/// of one second: then no limiter expires during a callgrind run, however
+/// slowly it goes, and every call on a new key inserts one (the one-second
+/// workloads see some keys expire and return).
 fn long_period_variants(list: &[Workload]) -> Vec<Workload> {
     list.iter()
-        .filter(|w| w.args.last().is_some_and(|a| a == "1"))
-        .map(|w| {
-            let mut v = w.clone();
-            v.name.push_str(LONG);
-            if let Some(last) = v.args.last_mut() {
-                *last = "60".into();
-            }
-            v
+        .filter(|w| w.args.iter().any(|a| a == "{period}"))
+        .map(|w| Workload {
+            name: format!("{}{LONG}", w.name),
+            args: w.args("{key}", "60"),
+            ..w.clone()
         })
         .collect()
 }
@@ -570,6 +647,45 @@ fn markdown(r: &Report) -> String {
         for (name, ins) in long {
             s.push_str(&format!("| {name} | {ins:.0} |\n"));
         }
+    }
+    // Several limits in one RL.ALL, against the separate calls and Lua.
+    let inst = |name: String| r.instructions_per_call.get(&name).copied();
+    let mut all_rows = String::new();
+    for (suffix, periods) in [("", "1 s"), (LONG, "60 s")] {
+        let comparisons = [
+            (
+                ALL_FIXED,
+                inst(format!("RL.FIXED{suffix}")).map(|f| 3.0 * f),
+                "three RL.FIXED",
+                LUA_ALL_FIXED,
+            ),
+            (
+                ALL_MIXED,
+                inst(format!("RL.GCRA{suffix}"))
+                    .zip(inst(format!("RL.SLIDING_LOG{suffix}")))
+                    .map(|(g, l)| g + l),
+                "RL.GCRA + RL.SLIDING_LOG",
+                LUA_ALL_MIXED,
+            ),
+        ];
+        for (all, separate, separate_name, lua) in comparisons {
+            let (Some(all_ins), Some(separate), Some(lua_ins)) = (
+                inst(format!("{all}{suffix}")),
+                separate,
+                inst(format!("{lua}{suffix}")),
+            ) else {
+                continue;
+            };
+            all_rows.push_str(&format!(
+                "| {all} | {periods} | {all_ins:.0} | {separate_name}: {separate:.0} | {:.3} | {lua_ins:.0} | {:.3} |\n",
+                all_ins / separate,
+                all_ins / lua_ins
+            ));
+        }
+    }
+    if !all_rows.is_empty() {
+        s.push_str("\nSeveral limits in one RL.ALL, instructions per call, against the separate calls and the same all-or-nothing check in Lua:\n\n| workload | periods | RL.ALL | separate calls | ratio | Lua | ratio |\n|---|---|---|---|---|---|---|\n");
+        s.push_str(&all_rows);
     }
     let floor: Vec<_> = [FLOOR_DIRECT, FLOOR_INTEGER]
         .iter()

@@ -12,5 +12,5 @@ if state then
 end
 local reset = math.ceil((start + w - now) / 1000000)
 if used + q > limit then return {1, limit, limit - used, reset, reset} end
-redis.call('SET', KEYS[1], start .. ':' .. (used + q), 'PXAT', math.ceil((start + w) / 1000))
+redis.call('SET', KEYS[1], string.format('%d:%d', start, used + q), 'PXAT', math.ceil((start + w) / 1000))
 return {0, limit, limit - used - q, -1, reset}
