@@ -91,7 +91,7 @@ fn parse<'a>(row: &Row, args: &'a [&'a [u8]]) -> Result<(Few<Limit<'a>>, Options
     let n = numkeys as usize;
     let names = args.get(2..2 + n).ok_or_else(|| too_few.clone())?;
     for (i, name) in names.iter().enumerate() {
-        if names[..i].contains(name) {
+        if names[..i].iter().any(|other| same_key(other, name)) {
             return Err(CommandError::DuplicateKey { key: printable(name) });
         }
     }
@@ -111,6 +111,12 @@ fn parse<'a>(row: &Row, args: &'a [&'a [u8]]) -> Result<(Few<Limit<'a>>, Options
     }
     let options = args::options(&args[at..])?;
     Ok((limits, options))
+}
+
+/// Whether two key names are the same. Keys of one request often share a
+/// prefix and differ at the end: the length and the last byte first.
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.last() == b.last() && a == b
 }
 
 /// An algorithm's name in `RL.ALL`: its command's, without `rl.`.
