@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bounds;
+pub mod concurrency;
 mod decision;
 mod error;
 pub mod fixed_window;
@@ -17,6 +18,7 @@ mod time;
 pub mod token_bucket;
 mod window;
 
+pub use concurrency::{Acquired, Concurrency, Lease, LeaseList, LeaseUpdate, Leases, NoLeases};
 pub use decision::{Decision, RetryAfter};
 pub use error::ParamError;
 pub use fixed_window::{FixedWindow, WindowCount};
