@@ -148,6 +148,22 @@ fn parse_general(bytes: &[u8], name: &'static str, min: u64, max: u64) -> Result
     }
 }
 
+/// `name key p1..pN [quantity] [MS] [PEEK]`: the `n` positional parameters
+/// after the key (still unparsed) and the options after them.
+#[inline(always)]
+pub fn after_key<'a>(
+    command: &'static str,
+    args: &'a [&'a [u8]],
+    n: usize,
+) -> Result<(&'a [&'a [u8]], Options), CommandError> {
+    let arity = CommandError::WrongArity { command };
+    let [_, _, rest @ ..] = args else {
+        return Err(arity);
+    };
+    let (positional, tail) = rest.split_at_checked(n).ok_or(arity)?;
+    Ok((positional, options(tail)?))
+}
+
 /// `[quantity] [MS] [PEEK]`: the arguments after a command's parameters.
 /// Options may come in any order and may repeat; `quantity`, when present,
 /// comes first: a first token that does not start with a letter is meant as
@@ -174,10 +190,27 @@ pub fn options(args: &[&[u8]]) -> Result<Options, CommandError> {
         } else {
             return Err(CommandError::UnknownOption {
                 token: printable(token),
+                expected: "MS or PEEK",
             });
         }
     }
     Ok(options)
+}
+
+/// `[MS]`, the only option of a command that takes no quantity: the unit.
+pub fn unit_only(args: &[&[u8]]) -> Result<TimeUnit, CommandError> {
+    let mut unit = TimeUnit::Seconds;
+    for token in args {
+        if token.eq_ignore_ascii_case(b"MS") {
+            unit = TimeUnit::Millis;
+        } else {
+            return Err(CommandError::UnknownOption {
+                token: printable(token),
+                expected: "MS",
+            });
+        }
+    }
+    Ok(unit)
 }
 
 /// The `N` parameters in `tokens` (exactly `N` of them), durations in `unit`.
@@ -373,11 +406,17 @@ mod tests {
         );
         assert_eq!(
             p(&["1", "1", "PEKK"]),
-            Err(CommandError::UnknownOption { token: "PEKK".into() })
+            Err(CommandError::UnknownOption {
+                token: "PEKK".into(),
+                expected: "MS or PEEK"
+            })
         );
         assert_eq!(
             p(&["1", "1", "MS", "5"]),
-            Err(CommandError::UnknownOption { token: "5".into() })
+            Err(CommandError::UnknownOption {
+                token: "5".into(),
+                expected: "MS or PEEK"
+            })
         );
         assert!(matches!(
             p(&["1", "1", ""]),

@@ -121,19 +121,15 @@ impl Key for MemoryKey<'_> {
                 self.replicate(&[b"SET", &name, value.as_slice(), b"PXAT", at.as_bytes()]);
             }
             Write::Patch {
-                new_len,
                 patches,
-                compact: _,
                 expire_at_ms,
+                ..
             } => {
                 let mut value = match self.memory.get(&name).map(|e| e.value) {
                     Some(Value::String(bytes)) => bytes,
                     _ => Vec::new(),
                 };
-                if value.len() < *new_len {
-                    value.resize(*new_len, 0);
-                }
-                patches.apply(&mut value);
+                write.apply_to(&mut value);
                 let at = expire_at_ms.to_string();
                 self.memory
                     .set(&name, Value::String(value.clone()), Some(*expire_at_ms));
@@ -146,6 +142,10 @@ impl Key for MemoryKey<'_> {
                     }
                     self.replicate(&[b"PEXPIREAT", &name, at.as_bytes()]);
                 }
+            }
+            Write::Delete => {
+                self.memory.keys.borrow_mut().remove(&name);
+                self.replicate(&[b"DEL", &name]);
             }
         }
     }

@@ -79,14 +79,7 @@ pub fn command<S: Keyspace>(
     now: Instant,
     keys: &S,
 ) -> Result<Reply, CommandError> {
-    let arity = CommandError::WrongArity { command: row.name };
-    let [_, _, rest @ ..] = args else {
-        return Err(arity);
-    };
-    let Some((params, tail)) = rest.split_at_checked(rate.params().len()) else {
-        return Err(arity);
-    };
-    let options = args::options(tail)?;
+    let (params, options) = args::after_key(row.name, args, rate.params().len())?;
     let mut key = keys.open(1)?;
     let judged = rate.judge(row, params, &options, now, &mut key)?;
     if let Some(write) = &judged.write {

@@ -65,6 +65,9 @@ pub enum Write {
         compact: bool,
         expire_at_ms: u64,
     },
+    /// The key is removed (nothing in it matters any more). Replicated as
+    /// `DEL key`.
+    Delete,
 }
 
 /// The largest value a [`Write::Patch`] replicates whole, as one `SET ..
@@ -75,6 +78,20 @@ pub enum Write {
 pub const WHOLE_VALUE_MAX: usize = 64;
 
 impl Write {
+    /// Apply the write to `value`, as the server does to the key's string
+    /// (a deleted key is left empty).
+    #[cfg(test)]
+    pub fn apply_to(&self, value: &mut Vec<u8>) {
+        match self {
+            Write::Set { value: v, .. } => *value = v.as_slice().to_vec(),
+            Write::Patch { new_len, patches, .. } => {
+                value.resize((*new_len).max(value.len()), 0);
+                patches.apply(value);
+            }
+            Write::Delete => value.clear(),
+        }
+    }
+
     /// Whether a patched value of `len` bytes is replicated whole.
     pub fn replicated_whole(len: usize) -> bool {
         len <= WHOLE_VALUE_MAX

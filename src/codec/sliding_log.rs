@@ -143,17 +143,6 @@ mod tests {
         }
     }
 
-    /// Apply a write to a plain byte vector, as the server does.
-    fn apply(value: &mut Vec<u8>, write: Write) {
-        match write {
-            Write::Set { value: v, .. } => *value = v.as_slice().to_vec(),
-            Write::Patch { new_len, patches, .. } => {
-                value.resize(new_len.max(value.len()), 0);
-                patches.apply(value);
-            }
-        }
-    }
-
     fn instants(value: &[u8]) -> Vec<u64> {
         let view = SlidingLogCodec::decode(value).unwrap();
         (0..view.len()).map(|i| view.get(i)).collect()
@@ -165,7 +154,7 @@ mod tests {
         } else {
             SlidingLogCodec::plan(Some(&SlidingLogCodec::decode(value).unwrap()), &a, 0)
         };
-        apply(value, write);
+        write.apply_to(value);
     }
 
     #[test]
