@@ -14,9 +14,25 @@ pub const SLIDING_LOG_MAX_LIMIT_MAX: i64 = 1_000_000;
 pub static SLIDING_LOG_MAX_LIMIT: AtomicI64 = AtomicI64::new(SLIDING_LOG_MAX_LIMIT_DEFAULT);
 
 pub fn sliding_log_max_limit() -> u64 {
-    u64::try_from(SLIDING_LOG_MAX_LIMIT.load(Ordering::Relaxed))
-        .unwrap_or(1)
-        .max(1)
+    positive(&SLIDING_LOG_MAX_LIMIT)
+}
+
+/// Default of `ratelimit.concurrency_max_limit`.
+pub const CONCURRENCY_MAX_LIMIT_DEFAULT: i64 = 10_000;
+/// Largest value it may be set to (20 MB of leases per key at most).
+pub const CONCURRENCY_MAX_LIMIT_MAX: i64 = 1_000_000;
+
+/// The largest `limit` `RL.CONCURRENCY` accepts: each lease costs 20 bytes
+/// and a limit of `n` units allows up to `n` leases, so this bounds the
+/// memory of one key.
+pub static CONCURRENCY_MAX_LIMIT: AtomicI64 = AtomicI64::new(CONCURRENCY_MAX_LIMIT_DEFAULT);
+
+pub fn concurrency_max_limit() -> u64 {
+    positive(&CONCURRENCY_MAX_LIMIT)
+}
+
+fn positive(setting: &AtomicI64) -> u64 {
+    u64::try_from(setting.load(Ordering::Relaxed)).unwrap_or(1).max(1)
 }
 
 /// `ratelimit.cl_throttle`: also register redis-cell's `CL.THROTTLE` (set at
@@ -27,6 +43,20 @@ pub fn cl_throttle_enabled() -> bool {
     CL_THROTTLE.load(Ordering::Relaxed)
 }
 
+/// The values a setting takes as a `loadmodule` argument.
+enum Values {
+    /// An integer from 1 to this.
+    UpTo(i64),
+    YesNo,
+}
+
+/// The settings, by their name without the `ratelimit.` prefix.
+const SETTINGS: [(&str, Values); 3] = [
+    ("sliding_log_max_limit", Values::UpTo(SLIDING_LOG_MAX_LIMIT_MAX)),
+    ("concurrency_max_limit", Values::UpTo(CONCURRENCY_MAX_LIMIT_MAX)),
+    ("cl_throttle", Values::YesNo),
+];
+
 /// Check the `loadmodule` arguments: pairs of a setting's name (as above,
 /// without the `ratelimit.` prefix) and a value it accepts, each setting at
 /// most once. The values themselves become the settings' initial values
@@ -34,35 +64,40 @@ pub fn cl_throttle_enabled() -> bool {
 /// configuration file still overrides them); this makes sure that every
 /// argument given is one that takes effect, as given.
 pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
-    const NAMES: [&str; 2] = ["sliding_log_max_limit", "cl_throttle"];
-    let mut seen = [false; NAMES.len()];
+    let mut seen = [false; SETTINGS.len()];
     for pair in args.chunks(2) {
         let name = pair[0];
-        let Some(index) = NAMES.iter().position(|known| known.as_bytes() == name) else {
+        let Some(index) = SETTINGS.iter().position(|(known, _)| known.as_bytes() == name) else {
+            let known: Vec<String> = SETTINGS
+                .iter()
+                .map(|(name, values)| match values {
+                    Values::UpTo(max) => format!("{name} <1..{max}>"),
+                    Values::YesNo => format!("{name} <yes|no>"),
+                })
+                .collect();
             return Err(format!(
-                "unknown module argument '{}' (the arguments are sliding_log_max_limit <1..{SLIDING_LOG_MAX_LIMIT_MAX}> and cl_throttle <yes|no>)",
-                printable(name)
+                "unknown module argument '{}' (the arguments are {})",
+                printable(name),
+                known.join(", ")
             ));
         };
+        let (name, values) = &SETTINGS[index];
         let Some(&value) = pair.get(1) else {
-            return Err(format!("module argument '{}' has no value", NAMES[index]));
+            return Err(format!("module argument '{name}' has no value"));
         };
         if std::mem::replace(&mut seen[index], true) {
-            return Err(format!("module argument '{}' is given twice", NAMES[index]));
+            return Err(format!("module argument '{name}' is given twice"));
         }
-        let valid = match index {
-            0 => decimal::parse_canonical(value)
-                .is_some_and(|n| (1..=SLIDING_LOG_MAX_LIMIT_MAX as u128).contains(&n)),
-            _ => value == b"yes" || value == b"no",
+        let (valid, expected) = match values {
+            Values::UpTo(max) => (
+                decimal::parse_canonical(value).is_some_and(|n| (1..=*max as u128).contains(&n)),
+                format!("an integer from 1 to {max}"),
+            ),
+            Values::YesNo => (value == b"yes" || value == b"no", "yes or no".to_string()),
         };
         if !valid {
-            let expected = match index {
-                0 => format!("an integer from 1 to {SLIDING_LOG_MAX_LIMIT_MAX}"),
-                _ => "yes or no".to_string(),
-            };
             return Err(format!(
-                "module argument '{}' must be {expected}, got '{}'",
-                NAMES[index],
+                "module argument '{name}' must be {expected}, got '{}'",
                 printable(value)
             ));
         }
@@ -92,7 +127,8 @@ mod tests {
 
     #[test]
     fn every_other_argument_names_its_problem() {
-        let unknown = "(the arguments are sliding_log_max_limit <1..1000000> and cl_throttle <yes|no>)";
+        let unknown =
+            "(the arguments are sliding_log_max_limit <1..1000000>, concurrency_max_limit <1..1000000>, cl_throttle <yes|no>)";
         for (args, expected) in [
             (
                 &["foo", "bar"][..],

@@ -12,7 +12,8 @@ pub enum CommandError {
     /// A number that does not parse, or is out of its range.
     BadNumber { name: &'static str, min: u64, max: u64 },
     /// A token where an option was expected that is not one.
-    UnknownOption { token: String },
+    /// `expected`: the options the command takes.
+    UnknownOption { token: String, expected: &'static str },
     /// An option given to a command that takes none (`CL.THROTTLE`).
     /// `instead`: the command that takes them.
     NoOptions {
@@ -61,10 +62,10 @@ impl fmt::Display for CommandError {
             CommandError::BadNumber { name, min, max } => {
                 write!(f, "ERR {name} must be an integer from {min} to {max}")
             }
-            CommandError::UnknownOption { token } => {
+            CommandError::UnknownOption { token, expected } => {
                 write!(
                     f,
-                    "ERR syntax error: unknown option '{token}' (expected MS or PEEK)"
+                    "ERR syntax error: unknown option '{token}' (expected {expected})"
                 )
             }
             CommandError::NoOptions {

@@ -10,6 +10,7 @@
 mod all;
 mod args;
 mod codec;
+mod concurrency;
 mod config;
 mod decimal;
 mod docs;

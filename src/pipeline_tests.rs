@@ -440,3 +440,155 @@ fn all_errors_name_the_limit_and_change_nothing() {
         assert!(m.take_replicated().is_empty(), "{args:?}");
     }
 }
+
+fn integer(memory: &mut Memory, now: u64, args: &[&str]) -> i64 {
+    match call(memory, now, args) {
+        Ok(Reply::Integer(v)) => v,
+        other => panic!("{args:?}: {other:?}"),
+    }
+}
+
+#[test]
+fn leases_are_taken_released_and_renewed() {
+    let mut m = Memory::default();
+    let take = |q: &'static str| ["RL.CONCURRENCY", "jobs", "3", "60", q];
+    // Two units for a minute: the lease id is the instant, in µs.
+    assert_eq!(six(&mut m, T0, &take("2")), [0, 3, 1, -1, 60, T0 as i64]);
+    assert_eq!(m.get(b"jobs").unwrap().expire_at_ms, Some((T0 + 60 * SEC) / 1000));
+    // One more 10 s later; then the key is full, and the first lease's end,
+    // 50 s away, frees enough for two.
+    let second = T0 + 10 * SEC;
+    assert_eq!(six(&mut m, second, &take("1")), [0, 3, 0, -1, 60, second as i64]);
+    m.take_replicated();
+    assert_eq!(six(&mut m, second, &take("2")), [1, 3, 0, 50, 60, 0]);
+    // A query and PEEK take nothing and write nothing.
+    assert_eq!(six(&mut m, second, &take("0")), [0, 3, 0, -1, 60, 0]);
+    assert_eq!(
+        six(
+            &mut m,
+            second,
+            &["RL.CONCURRENCY", "jobs", "3", "60", "1", "PEEK"]
+        ),
+        [1, 3, 0, 50, 60, 0]
+    );
+    assert!(m.take_replicated().is_empty());
+    // Released, the first lease frees its two units, once.
+    assert_eq!(
+        integer(&mut m, second, &["RL.RELEASE", "jobs", &T0.to_string()]),
+        2
+    );
+    assert_eq!(
+        integer(&mut m, second, &["RL.RELEASE", "jobs", &T0.to_string()]),
+        0
+    );
+    assert_eq!(integer(&mut m, second, &["RL.RELEASE", "jobs", "12345"]), 0);
+    // The key now expires when the second lease ends.
+    assert_eq!(
+        m.get(b"jobs").unwrap().expire_at_ms,
+        Some((second + 60 * SEC) / 1000)
+    );
+    // Renewed 30 s later for two minutes; past its deadline it could not be.
+    let renew = ["RL.RENEW", "jobs", &second.to_string(), "120"].map(String::from);
+    let renew: Vec<&str> = renew.iter().map(String::as_str).collect();
+    assert_eq!(integer(&mut m, second + 30 * SEC, &renew), 1);
+    assert_eq!(
+        m.get(b"jobs").unwrap().expire_at_ms,
+        Some((second + 150 * SEC) / 1000)
+    );
+    assert_eq!(integer(&mut m, second + 150 * SEC, &renew), 0);
+    // Every lease has ended and the clock has passed the last id: the next
+    // write (a release finds nothing, so the next lease) starts afresh.
+    let later = second + 200 * SEC;
+    assert_eq!(six(&mut m, later, &take("3")), [0, 3, 0, -1, 60, later as i64]);
+    assert_eq!(
+        integer(&mut m, later + 1, &["RL.RELEASE", "jobs", &later.to_string()]),
+        3
+    );
+    assert_eq!(
+        m.get(b"jobs"),
+        None,
+        "nothing live, no id can repeat: the key is gone"
+    );
+    assert_eq!(m.take_replicated().last().map(String::as_str), Some("DEL jobs"));
+}
+
+#[test]
+fn lease_ids_never_repeat_within_one_instant() {
+    let mut m = Memory::default();
+    let take = ["RL.CONCURRENCY", "k", "10", "1"];
+    let ids: Vec<i64> = (0..3).map(|_| six(&mut m, T0, &take)[5]).collect();
+    assert_eq!(ids, [T0 as i64, T0 as i64 + 1, T0 as i64 + 2]);
+    for id in &ids {
+        assert_eq!(integer(&mut m, T0, &["RL.RELEASE", "k", &id.to_string()]), 1);
+    }
+    // Nothing is held, but the key outlives its last id: the next lease in
+    // the same instant gets a new one.
+    assert_eq!(m.get(b"k").unwrap().expire_at_ms, Some((T0 + 3).div_ceil(1000)));
+    assert_eq!(six(&mut m, T0, &take)[5], T0 as i64 + 3);
+}
+
+#[test]
+fn leases_are_appended_and_renewed_in_place() {
+    let mut m = Memory::default();
+    let take = ["RL.CONCURRENCY", "k", "100", "60"];
+    for i in 0..3 {
+        six(&mut m, T0 + i, &take);
+    }
+    m.take_replicated();
+    // A value over 64 bytes: the new record and the last id travel alone.
+    six(&mut m, T0 + 3, &take);
+    let replicated = m.take_replicated();
+    assert_eq!(replicated.len(), 3, "{replicated:?}");
+    assert!(replicated[0].starts_with("SETRANGE k 69 "), "{replicated:?}");
+    assert!(replicated[1].starts_with("SETRANGE k 1 "), "{replicated:?}");
+    assert_eq!(
+        replicated[2],
+        format!("PEXPIREAT k {}", (T0 + 3 + 60 * SEC).div_ceil(1000))
+    );
+    assert_eq!(
+        integer(&mut m, T0 + 4, &["RL.RENEW", "k", &(T0 + 1).to_string(), "90"]),
+        1
+    );
+    let replicated = m.take_replicated();
+    assert!(replicated[0].starts_with("SETRANGE k 37 "), "{replicated:?}");
+}
+
+#[test]
+fn lease_errors_change_nothing() {
+    let mut m = Memory::default();
+    five(&mut m, T0, &["RL.FIXED", "fixed", "5", "60"]);
+    six(&mut m, T0, &["RL.CONCURRENCY", "jobs", "3", "60"]);
+    m.set(b"list", Value::Other, None);
+    m.take_replicated();
+    let before = m.keys.borrow().clone();
+    for (args, expected) in [
+        (&["RL.CONCURRENCY", "jobs", "0", "60"][..], "ERR limit must be an integer from 1 to 10000"),
+        (&["RL.CONCURRENCY", "jobs", "10001", "60"], "ERR limit must be an integer from 1 to 10000"),
+        (&["RL.CONCURRENCY", "jobs", "3", "0"], "ERR timeout must be an integer from 1 to 1000000000"),
+        (&["RL.CONCURRENCY", "jobs", "3", "1000000000001", "MS"], "ERR timeout must be an integer from 1 to 1000000000000"),
+        (&["RL.CONCURRENCY", "jobs", "3", "60", "FAST"], "ERR syntax error: unknown option 'FAST' (expected MS or PEEK)"),
+        (&["RL.CONCURRENCY", "jobs", "3"], "ERR wrong number of arguments for 'rl.concurrency' command"),
+        (&["RL.RELEASE", "jobs", "0"], "ERR lease must be an integer from 1 to 9223372036854775807"),
+        (&["RL.RELEASE", "jobs", "-5"], "ERR lease must be an integer from 1 to 9223372036854775807"),
+        (&["RL.RELEASE", "jobs", "abc"], "ERR lease must be an integer from 1 to 9223372036854775807"),
+        (&["RL.RENEW", "jobs", "1", "60", "PEEK"], "ERR syntax error: unknown option 'PEEK' (expected MS)"),
+        (&["RL.RENEW", "jobs", "1", "0"], "ERR timeout must be an integer from 1 to 1000000000"),
+        (
+            &["RL.CONCURRENCY", "fixed", "3", "60"],
+            "ERR key 'fixed' does not hold a valid RL.CONCURRENCY state: expected 'Q', the last lease id and 20-byte leases",
+        ),
+        (
+            &["RL.RELEASE", "fixed", "5"],
+            "ERR key 'fixed' does not hold a valid RL.CONCURRENCY state: expected 'Q', the last lease id and 20-byte leases",
+        ),
+        (
+            &["RL.FIXED", "jobs", "5", "60"],
+            "ERR key 'jobs' does not hold a valid RL.FIXED state: expected 12 bytes starting with 'F'",
+        ),
+        (&["RL.RENEW", "list", "1", "60"], "WRONGTYPE Operation against a key holding the wrong kind of value"),
+    ] {
+        assert_eq!(call(&mut m, T0 + 1, args).unwrap_err().to_string(), expected, "{args:?}");
+        assert_eq!(*m.keys.borrow(), before, "{args:?}");
+        assert!(m.take_replicated().is_empty(), "{args:?}");
+    }
+}

@@ -4,8 +4,10 @@
 //! A rate algorithm is one core file, one codec file and one row here.
 
 use crate::all;
+use crate::args::{capped, Param};
 use crate::args::{duration, number};
 use crate::codec::{FixedWindowCodec, GcraCodec, SlidingCounterCodec, SlidingLogCodec, TokenBucketCodec};
+use crate::concurrency;
 use crate::config;
 use crate::docs::{self, DocArg};
 use crate::error::{printable, CommandError};
@@ -52,6 +54,13 @@ pub enum Kind {
     ClThrottle,
     /// `RL.ALL`: several rate limits, one decision.
     All,
+    /// `name key limit timeout [quantity] [MS] [PEEK]`: a lease on work in
+    /// flight.
+    Concurrency(&'static [Param; 2]),
+    /// `name key lease`: a lease given back.
+    Release,
+    /// `name key lease timeout [MS]`: a lease given a new deadline.
+    Renew,
 }
 
 impl Row {
@@ -63,6 +72,9 @@ impl Row {
             Kind::ClThrottle => -5,
             // The name, numkeys, a key, an algorithm and its parameters.
             Kind::All => -6,
+            Kind::Concurrency(params) => -(2 + params.len() as i32),
+            Kind::Release => 3,
+            Kind::Renew => -4,
         }
     }
 
@@ -92,6 +104,14 @@ impl Row {
                 .chain(docs::options())
                 .collect()
             }
+            Kind::Concurrency(params) => docs::rate(params.as_slice()),
+            Kind::Release => vec![DocArg::key("key"), DocArg::integer("lease")],
+            Kind::Renew => vec![
+                DocArg::key("key"),
+                DocArg::integer("lease"),
+                DocArg::integer("timeout"),
+                DocArg::option("MS", "ms"),
+            ],
         }
     }
 }
@@ -112,6 +132,9 @@ pub fn run<S: Keyspace>(row: &Row, args: &[&[u8]], now: Instant, keys: &S) -> Re
         Kind::Rate(rate) => rate::command(row, rate, args, now, keys),
         Kind::ClThrottle => cl_throttle(row, args, now, keys),
         Kind::All => all::command(row, args, now, keys),
+        Kind::Concurrency(params) => concurrency::acquire(row, params, args, now, keys),
+        Kind::Release => concurrency::release(row, args, now, keys),
+        Kind::Renew => concurrency::renew(row, args, now, keys),
     }
 }
 
@@ -131,7 +154,7 @@ const GCRA: Algorithm<GcraCodec, 3> = Algorithm {
     build: |[max_burst, count, period]| Gcra::new(max_burst, count, period),
 };
 
-pub static COMMANDS: [Row; 7] = [
+pub static COMMANDS: [Row; 10] = [
     Row {
         name: "rl.gcra",
         summary: "Rate limit with GCRA (as redis-cell): count per period, bursts of max_burst + 1",
@@ -232,6 +255,60 @@ pub static COMMANDS: [Row; 7] = [
         enabled: always,
     },
     Row {
+        name: "rl.concurrency",
+        summary: "Take a lease of quantity units of work in flight, held until released or for timeout: at most limit units at once",
+        complexity: "O(N) where N is the number of leases held",
+        flags: WRITE,
+        categories: CATEGORIES,
+        keys: Keys::First,
+        kind: Kind::Concurrency(&[
+            // Memory grows with the leases held: capped by a module setting.
+            capped(number("limit", 1, MAX_LIMIT), config::concurrency_max_limit),
+            duration("timeout"),
+        ]),
+        info: "concurrency",
+        stats: Stats::new(&[
+            (Field::Calls, "calls"),
+            (Field::Allowed, "acquired"),
+            (Field::Refused, "refused"),
+            (Field::Errors, "errors"),
+            (Field::LeasesExpired, "expired"),
+        ]),
+        enabled: always,
+    },
+    Row {
+        name: "rl.release",
+        summary: "Release a lease taken with RL.CONCURRENCY: the units it held, 0 if it had ended",
+        complexity: "O(N) where N is the number of leases held",
+        flags: WRITE,
+        categories: CATEGORIES,
+        keys: Keys::First,
+        kind: Kind::Release,
+        info: "release",
+        stats: Stats::new(&[
+            (Field::Calls, "calls"),
+            (Field::Released, "released"),
+            (Field::Errors, "errors"),
+        ]),
+        enabled: always,
+    },
+    Row {
+        name: "rl.renew",
+        summary: "Move a live lease's deadline to timeout from now: 1, or 0 if it had ended",
+        complexity: "O(N) where N is the number of leases held",
+        flags: WRITE,
+        categories: CATEGORIES,
+        keys: Keys::First,
+        kind: Kind::Renew,
+        info: "renew",
+        stats: Stats::new(&[
+            (Field::Calls, "calls"),
+            (Field::Renewed, "renewed"),
+            (Field::Errors, "errors"),
+        ]),
+        enabled: always,
+    },
+    Row {
         name: "cl.throttle",
         summary: "redis-cell's command: RL.GCRA with redis-cell's grammar (no options)",
         complexity: "O(1)",
@@ -249,8 +326,16 @@ pub static COMMANDS: [Row; 7] = [
 pub fn rates() -> impl Iterator<Item = (&'static Row, &'static dyn Rate)> {
     COMMANDS.iter().filter_map(|row| match row.kind {
         Kind::Rate(rate) => Some((row, rate)),
-        Kind::ClThrottle | Kind::All => None,
+        _ => None,
     })
+}
+
+/// The row of `RL.CONCURRENCY`, whose `INFO` counts every lease expiry
+/// and whose name the leases' errors use.
+pub fn leases_row() -> Option<&'static Row> {
+    COMMANDS
+        .iter()
+        .find(|row| matches!(row.kind, Kind::Concurrency(_)))
 }
 
 /// `CL.THROTTLE key max_burst count period [quantity]`, exactly: `RL.GCRA`

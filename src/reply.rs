@@ -7,8 +7,10 @@ pub enum Reply {
     /// redis-cell's five integers: blocked, limit, remaining, retry_after,
     /// reset.
     Five([i64; 5]),
-    /// The five, then one more (the binding limit's position in `RL.ALL`).
+    /// The five, then one more (the binding limit's position in `RL.ALL`,
+    /// the lease of `RL.CONCURRENCY`).
     Six([i64; 6]),
+    Integer(i64),
 }
 
 impl Reply {
@@ -28,6 +30,7 @@ impl Reply {
     pub fn blocked(&self) -> Option<bool> {
         match self {
             Reply::Five([blocked, ..]) | Reply::Six([blocked, ..]) => Some(*blocked == 1),
+            Reply::Integer(_) => None,
         }
     }
 }

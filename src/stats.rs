@@ -13,9 +13,15 @@ pub enum Field {
     Errors,
     /// Instants appended to sliding logs (one per allowed unit).
     EntriesWritten,
+    /// Leases found past their deadline and dropped at a write.
+    LeasesExpired,
+    /// Leases released before their deadline.
+    Released,
+    /// Leases given a new deadline.
+    Renewed,
 }
 
-const FIELDS: usize = 5;
+const FIELDS: usize = 8;
 
 pub struct Stats {
     /// The fields reported, each with its name in `INFO` (after the row's

@@ -9,7 +9,7 @@
 mod common;
 
 use common::{all, cmd, error, five, info_field, snapshot, Reply, Server};
-use redis::{Connection, ConnectionLike, Value};
+use redis::{ConnectionLike, Value};
 
 /// Both limits of one user, for an hour: a burst of 3 (one more an hour)
 /// and 2 per hour.
@@ -135,38 +135,15 @@ fn the_single_commands_and_all_share_their_limiters() {
     assert_eq!(five(&mut c, &single).counts(), (true, 4, 0));
 }
 
-fn wait_for_link(r: &mut Connection) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        let info: String = cmd(&["INFO", "replication"]).query(r).unwrap();
-        if info.contains("master_link_status:up") {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "replica never synced");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
 /// An allowed request replicates each key's effect, wrapped by the server in
 /// one MULTI/EXEC: a replica without the module and an AOF replay hold the
 /// same state; nothing of RL.ALL itself reaches them.
 #[test]
 fn every_keys_effect_replicates_in_one_transaction() {
-    let mut master = Server::start_with(
-        &[
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-            "--repl-diskless-sync-delay",
-            "0",
-        ],
-        true,
-    );
+    let mut master = Server::master(&common::AOF_ALWAYS);
     let mut m = master.client();
-    let replica = Server::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()], false);
+    let replica = Server::replica_of(&master, false);
     let mut r = replica.client();
-    wait_for_link(&mut r);
     let keys = ["{u}:burst", "{u}:hourly", "{u}:log", "{u}:fixed"];
     // A log longer than 64 bytes is replicated as patches.
     for _ in 0..3 {

@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{cmd, error, five, rate_commands, snapshot, Reply, Sample, Server, COMMANDS};
+use common::{
+    cmd, default_commands, error, five, rate_commands, snapshot, Grammar, Reply, Sample, Server, COMMANDS,
+};
 use redis::{Connection, ConnectionLike, Value};
 
 /// A small deterministic PRNG (xorshift64*), so a failure replays exactly.
@@ -86,8 +88,12 @@ fn nasty_token(rng: &mut Rng) -> Vec<u8> {
 /// Half the time pure noise; otherwise a well-formed call (positionals,
 /// quantity, options in any order) with a few tokens replaced, inserted or
 /// dropped, so that both replies and errors are exercised.
-fn random_vector(rng: &mut Rng, sample: &Sample) -> Vec<Vec<u8>> {
-    let name = sample.name;
+fn random_vector(rng: &mut Rng, sample: &Sample, leases: &[i64]) -> Vec<Vec<u8>> {
+    // A lease is released or renewed on the keys leases are taken on.
+    let name = match sample.grammar {
+        Grammar::LeaseOp => "RL.CONCURRENCY",
+        _ => sample.name,
+    };
     let mut args: Vec<Vec<u8>> = Vec::new();
     match rng.below(10) {
         0 => {}
@@ -103,13 +109,22 @@ fn random_vector(rng: &mut Rng, sample: &Sample) -> Vec<Vec<u8>> {
     }
     for param in sample.params {
         let low = if *param == "max_burst" { 0 } else { 1 };
-        args.push((low + rng.next() % 20).to_string().into_bytes());
+        let value = match *param {
+            // Mostly a lease given earlier in the run.
+            "lease" if !leases.is_empty() && rng.below(4) > 0 => *rng.pick(leases) as u64,
+            _ => low + rng.next() % 20,
+        };
+        args.push(value.to_string().into_bytes());
     }
-    if rng.below(2) == 0 {
+    let options: &[&[u8]] = match sample.grammar {
+        Grammar::LeaseOp => &[b"MS", b"ms"],
+        _ => &[b"MS", b"ms", b"PEEK", b"peek"],
+    };
+    if sample.grammar != Grammar::LeaseOp && rng.below(2) == 0 {
         args.push((rng.next() % 25).to_string().into_bytes());
     }
     for _ in 0..rng.below(3) {
-        args.push(rng.pick(&[&b"MS"[..], b"ms", b"PEEK", b"peek"]).to_vec());
+        args.push(rng.pick(options).to_vec());
     }
     for _ in 0..rng.below(3) {
         let at = rng.below(args.len() + 1);
@@ -134,20 +149,57 @@ fn setup_keys(c: &mut Connection) {
 }
 
 /// Check one raw reply against the spec's invariants: five integers (a
-/// `Reply`, so `blocked` is 0 or 1), then each field. `args` starts with
-/// the command's name.
-fn check_reply(args: &[Vec<u8>], reply: &Value) {
+/// `Reply`, so `blocked` is 0 or 1), then each field; for a lease, a sixth,
+/// the lease taken (positive iff one was); for a lease's release or
+/// renewal, one integer. `args` starts with the command's name. Returns
+/// the lease taken, if any.
+fn check_reply(args: &[Vec<u8>], reply: &Value) -> Option<i64> {
+    let sample = COMMANDS
+        .iter()
+        .find(|s| s.name.as_bytes() == args[0])
+        .unwrap_or_else(|| panic!("{args:?}: not a command of COMMANDS"));
+    if sample.grammar == Grammar::LeaseOp {
+        let Value::Int(answer) = reply else {
+            panic!("{args:?}: not an integer: {reply:?}");
+        };
+        // Units released (a lease holds at most 24 in this run), or 0/1.
+        let most = if sample.name == "RL.RELEASE" { 24 } else { 1 };
+        assert!((0..=most).contains(answer), "{args:?}: {answer}");
+        return None;
+    }
     let Value::Array(items) = reply else {
         panic!("{args:?}: not an array: {reply:?}");
     };
-    let fields: Vec<i64> = items
+    let mut fields: Vec<i64> = items
         .iter()
         .map(|v| match v {
             Value::Int(i) => *i,
             other => panic!("{args:?}: not an integer: {other:?}"),
         })
         .collect();
+    let lease = match sample.grammar {
+        Grammar::Lease => {
+            assert_eq!(fields.len(), 6, "{args:?}: {fields:?}");
+            fields.pop()
+        }
+        _ => None,
+    };
     let r = Reply::try_from(fields).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    if let Some(lease) = lease {
+        let options = args.get(2 + sample.params.len()..).unwrap_or_default();
+        let peek = options.iter().any(|a| a.eq_ignore_ascii_case(b"PEEK"));
+        let quantity = args
+            .get(2 + sample.params.len())
+            .and_then(|t| std::str::from_utf8(t).ok())
+            .and_then(|t| t.parse::<i64>().ok())
+            .unwrap_or(1);
+        assert_eq!(
+            lease > 0,
+            !r.blocked && !peek && quantity > 0,
+            "{args:?}: {r:?} lease {lease}"
+        );
+        assert!(lease >= 0, "{args:?}: {lease}");
+    }
     assert!(r.limit >= 1, "{args:?}: {r:?}");
     assert!((0..=r.limit).contains(&r.remaining), "{args:?}: {r:?}");
     assert!(r.reset >= 0, "{args:?}: {r:?}");
@@ -168,6 +220,7 @@ fn check_reply(args: &[Vec<u8>], reply: &Value) {
             .unwrap_or(1);
         assert_eq!(r.retry_after == -1, quantity > r.limit, "{args:?}: {r:?}");
     }
+    lease.filter(|&l| l > 0)
 }
 
 /// 100,000 random argument vectors: every reply is five integers obeying the
@@ -190,7 +243,11 @@ fn random_arguments_never_crash_or_corrupt() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000usize);
     let (mut replies, mut errors) = (0usize, 0usize);
-    let commands: Vec<&Sample> = rate_commands().collect();
+    // Every command but RL.ALL, which tests/all.rs fuzzes over its keys.
+    let commands: Vec<&Sample> = default_commands()
+        .filter(|s| s.grammar != Grammar::Keys)
+        .collect();
+    let mut leases: Vec<i64> = Vec::new();
     let batch = 500;
     for _ in 0..total.div_ceil(batch) {
         let mut pipe = redis::pipe();
@@ -198,7 +255,7 @@ fn random_arguments_never_crash_or_corrupt() {
         for _ in 0..batch {
             let sample = *rng.pick(&commands);
             let name = sample.name;
-            let args = random_vector(&mut rng, sample);
+            let args = random_vector(&mut rng, sample, &leases);
             let key = args.first().cloned().unwrap_or_default();
             // Before and after, atomically: the key's value and expiry.
             pipe.cmd("MULTI");
@@ -267,7 +324,9 @@ fn random_arguments_never_crash_or_corrupt() {
                     replies += 1;
                     let mut full = vec![name.as_bytes().to_vec()];
                     full.extend(args.iter().cloned());
-                    check_reply(&full, reply);
+                    if let Some(lease) = check_reply(&full, reply) {
+                        leases.push(lease);
+                    }
                 }
             }
         }

@@ -112,16 +112,12 @@ fn wait_for_replica(master: &mut Connection) {
 }
 
 fn replica_holds_the_same_state(replica_has_module: bool) {
-    let master = Server::start_with(&["--repl-diskless-sync-delay", "0"], true);
+    let master = Server::master(&[]);
     let mut m = master.client();
     // Part of the data reaches the replica in the initial sync (an RDB)...
     let mut keys = workload(&mut m, "before:");
-    let replica = Server::start_with(
-        &["--replicaof", "127.0.0.1", &master.port.to_string()],
-        replica_has_module,
-    );
+    let replica = Server::replica_of(&master, replica_has_module);
     let mut r = replica.client();
-    wait_for_link(&replica, &mut r);
     // ...and the rest as a stream of effects.
     keys.extend(workload(&mut m, "after:"));
     wait_for_replica(&mut m);
@@ -135,19 +131,6 @@ fn replica_holds_the_same_state(replica_has_module: bool) {
     assert_eq!(dbsize.0, dbsize.1);
 }
 
-/// Wait until a replica reports its link to the master up.
-fn wait_for_link(replica: &Server, r: &mut Connection) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while info_field_str(r, "master_link_status") != "up" {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "replica never synced: {}",
-            replica.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
 /// Failover: a master and a replica that both load the module. After the
 /// workload, `WAIT`, and the replica's promotion (`REPLICAOF NO ONE`), every
 /// limiter on the new master continues exactly where the old one left it:
@@ -156,11 +139,10 @@ fn wait_for_link(replica: &Server, r: &mut Connection) {
 /// admitted.
 #[test]
 fn a_promoted_replica_continues_every_limiter() {
-    let master = Server::start_with(&["--repl-diskless-sync-delay", "0"], true);
+    let master = Server::master(&[]);
     let mut m = master.client();
-    let replica = Server::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()], true);
+    let replica = Server::replica_of(&master, true);
     let mut r = replica.client();
-    wait_for_link(&replica, &mut r);
     let keys = workload(&mut m, "");
     wait_for_replica(&mut m);
     let on_master = snapshot_all(&mut m, &keys);
@@ -257,7 +239,7 @@ fn assert_still_refusing(c: &mut Connection) {
 
 #[test]
 fn the_aof_replays_the_same_state_after_a_crash() {
-    let mut s = Server::start_with(&["--appendonly", "yes", "--appendfsync", "always"], true);
+    let mut s = Server::start_with(&common::AOF_ALWAYS, true);
     let mut c = s.client();
     let keys = workload(&mut c, "");
     let before = snapshot_all(&mut c, &keys);
@@ -306,11 +288,9 @@ fn rdb_save_and_debug_reload_keep_the_state() {
 /// replica attached. The sliding log's cost must not grow with its limit.
 #[test]
 fn replication_bytes_per_allowed_request() {
-    let master = Server::start_with(&["--repl-diskless-sync-delay", "0"], true);
+    let master = Server::master(&[]);
     let mut m = master.client();
-    let replica = Server::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()], false);
-    let mut r = replica.client();
-    wait_for_link(&replica, &mut r);
+    let _replica = Server::replica_of(&master, false);
     // Every command at a limit of 100, which the 51 calls below stay within
     // (a sliding log grows to 51 entries); then a sliding log at a larger
     // limit, one unit and ten at a time. Each: (label, command, parameters

@@ -460,7 +460,7 @@ fn memory_per_limiter() {
 /// before each reply, so `aof_current_size` is current when read.
 #[test]
 fn sliding_log_replication_is_independent_of_the_limit() {
-    let s = Server::start_with(&["--appendonly", "yes", "--appendfsync", "always"], true);
+    let s = Server::start_with(&common::AOF_ALWAYS, true);
     let mut c = s.client();
     let old = common::server_micros(&mut c) - 7_200_000_000;
     let mut per_request = Vec::new();

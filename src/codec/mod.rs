@@ -1,6 +1,7 @@
 //! One codec per algorithm, between its core state and the bytes of a Redis
 //! string. Stored bytes are untrusted input: decoding checks every field.
 
+pub mod concurrency;
 mod fixed_window;
 mod gcra;
 mod sliding_counter;

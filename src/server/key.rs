@@ -210,6 +210,7 @@ impl Key for ServerKey<'_> {
                 compact,
                 expire_at_ms,
             } => self.patch(*new_len, patches, *compact, millis(*expire_at_ms)),
+            Write::Delete => self.delete(),
         }
     }
 }
@@ -333,6 +334,18 @@ impl ServerKey<'_> {
         };
         self.expect(status, "Replicate PEXPIREAT");
         self.notify_written(c"setrange");
+    }
+
+    /// Remove the key, replicated as `DEL`.
+    fn delete(&mut self) {
+        // SAFETY: the key is open for writing.
+        let status = unsafe { (self.api.delete_key)(self.key.as_ptr()) };
+        self.expect(status, "DeleteKey");
+        self.string_len = None;
+        // SAFETY: ctx and name are live; `s` is a string object.
+        let status = unsafe { (self.api.replicate)(self.ctx, c"DEL".as_ptr(), c"s".as_ptr(), self.name) };
+        self.expect(status, "Replicate DEL");
+        self.notify(&[(raw::REDISMODULE_NOTIFY_GENERIC, c"del")]);
     }
 
     /// The value's bytes, writable in place (unshared by the server first);

@@ -85,6 +85,15 @@ redis_module! {
                 ConfigurationFlags::DEFAULT,
                 None
             ],
+            [
+                "concurrency_max_limit",
+                &config::CONCURRENCY_MAX_LIMIT,
+                config::CONCURRENCY_MAX_LIMIT_DEFAULT,
+                1,
+                config::CONCURRENCY_MAX_LIMIT_MAX,
+                ConfigurationFlags::DEFAULT,
+                None
+            ],
         ],
         string: [],
         bool: [

@@ -166,7 +166,39 @@ impl Server {
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
     }
+
+    /// A master for replication tests: the module loaded, `extra` options,
+    /// and a full sync that starts at once (no diskless delay).
+    pub fn master(extra: &[&str]) -> Server {
+        let mut args = vec!["--repl-diskless-sync-delay", "0"];
+        args.extend_from_slice(extra);
+        Server::start_with(&args, true)
+    }
+
+    /// A replica of `master`, with or without the module, returned once its
+    /// link to the master is up.
+    pub fn replica_of(master: &Server, with_module: bool) -> Server {
+        let port = master.port.to_string();
+        let replica = Server::start_with(&["--replicaof", "127.0.0.1", &port], with_module);
+        let mut r = replica.client();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let info: String = cmd(&["INFO", "replication"]).query(&mut r).unwrap();
+            if info.lines().any(|l| l.trim() == "master_link_status:up") {
+                return replica;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "replica never synced: {}",
+                replica.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
+
+/// Options that make every write reach the AOF before the reply.
+pub const AOF_ALWAYS: [&str; 4] = ["--appendonly", "yes", "--appendfsync", "always"];
 
 impl Drop for Server {
     /// A clean `SHUTDOWN NOSAVE` first (so a server run under valgrind can
@@ -489,20 +521,21 @@ impl ServerKind {
         if std::env::var("RL_SERVER_ALLOCATOR").is_ok_and(|v| v == "replaced") {
             return None;
         }
-        let m = |gcra, token_bucket, fixed, sliding_counter, sliding_log_1000| Memory {
+        let m = |gcra, token_bucket, fixed, sliding_counter, sliding_log_1000, leases_1000| Memory {
             gcra,
             token_bucket,
             fixed,
             sliding_counter,
             sliding_log_1000,
+            leases_1000,
         };
         match (self.valkey, self.version.0, self.version.1) {
             // Debian's 7.0.15 (jemalloc): a key and its value are apart.
-            (false, 7, 0) => Some(m(72, 88, 72, 88, 8248)),
+            (false, 7, 0) => Some(m(72, 88, 72, 88, 8248, 20536)),
             // One object per key, the value embedded where it fits.
-            (false, 8, 2) => Some(m(56, 72, 56, 64, 8232)),
+            (false, 8, 2) => Some(m(56, 72, 56, 64, 8232, 20520)),
             // The C library's malloc, one object per key.
-            (true, 8, 1) | (true, 9, 1) => Some(m(64, 80, 64, 64, 8064)),
+            (true, 8, 1) | (true, 9, 1) => Some(m(64, 80, 64, 64, 8064, 20064)),
             _ => None,
         }
     }
@@ -514,7 +547,7 @@ impl ServerKind {
 }
 
 /// `MEMORY USAGE` in bytes of one limiter per algorithm (GCRA in its
-/// integer form; a sliding log holding 1,000 entries).
+/// usual form; a sliding log holding 1,000 entries), and of 1,000 leases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Memory {
     pub gcra: i64,
@@ -522,6 +555,8 @@ pub struct Memory {
     pub fixed: i64,
     pub sliding_counter: i64,
     pub sliding_log_1000: i64,
+    /// `RL.CONCURRENCY` holding 1,000 leases.
+    pub leases_1000: i64,
 }
 
 /// One of the module's commands and a sample call of it. Every suite that
@@ -553,12 +588,17 @@ pub enum Grammar {
     Rate,
     /// `name numkeys key... limits... [quantity] [options]`: six integers.
     Keys,
+    /// `name key limit timeout [quantity] [options]`: six integers (the
+    /// five, then the lease).
+    Lease,
+    /// `name key lease ...`: an integer.
+    LeaseOp,
 }
 
 /// The `limit` in the reply to every sample's `args`.
 pub const SAMPLE_LIMIT: i64 = 3;
 
-pub const COMMANDS: [Sample; 7] = [
+pub const COMMANDS: [Sample; 10] = [
     Sample {
         name: "RL.GCRA",
         params: &["max_burst", "count", "period"],
@@ -608,6 +648,32 @@ pub const COMMANDS: [Sample; 7] = [
         load_with: &["cl_throttle", "yes"],
         grammar: Grammar::Rate,
     },
+    // Work in flight: leases of an hour.
+    Sample {
+        name: "RL.CONCURRENCY",
+        params: &["limit", "timeout"],
+        args: &["3", "3600"],
+        options: true,
+        load_with: &[],
+        grammar: Grammar::Lease,
+    },
+    // A lease given back or renewed: the sample names a lease never given.
+    Sample {
+        name: "RL.RELEASE",
+        params: &["lease"],
+        args: &["1"],
+        options: false,
+        load_with: &[],
+        grammar: Grammar::LeaseOp,
+    },
+    Sample {
+        name: "RL.RENEW",
+        params: &["lease", "timeout"],
+        args: &["1", "3600"],
+        options: false,
+        load_with: &[],
+        grammar: Grammar::LeaseOp,
+    },
     // Several limits, one decision: here one fixed window on the key.
     Sample {
         name: "RL.ALL",
@@ -629,8 +695,8 @@ impl Sample {
     /// args... extra...` for several keys).
     pub fn call<'a>(&self, key: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         let mut args = match self.grammar {
-            Grammar::Rate => vec![self.name, key],
             Grammar::Keys => vec![self.name, "1", key],
+            Grammar::Rate | Grammar::Lease | Grammar::LeaseOp => vec![self.name, key],
         };
         args.extend_from_slice(self.args);
         args.extend_from_slice(extra);

@@ -1,0 +1,147 @@
+//! The pipelines of the concurrency commands: a lease is taken
+//! (`RL.CONCURRENCY`), released (`RL.RELEASE`) or renewed (`RL.RENEW`), each
+//! on one key, decided by `rl-core` at the server's instant.
+//!
+//! ```text
+//! RL.CONCURRENCY key limit timeout [quantity] [MS] [PEEK]
+//! RL.RELEASE     key lease
+//! RL.RENEW       key lease timeout [MS]
+//! ```
+
+use crate::args::{self, number, Param};
+use crate::codec::concurrency::{decode, plan, LeaseView};
+use crate::error::{printable, CommandError};
+use crate::registry::{self, Row};
+use crate::reply::Reply;
+use crate::stats::Field;
+use crate::store::{Content, Key, Keyspace, Write};
+use rl_core::concurrency::{release as release_lease, renew as renew_lease, MAX_TIMEOUT_MICROS};
+use rl_core::{Concurrency, Instant, LeaseUpdate, NoLeases, ParamError, TimeUnit};
+
+/// A lease id: a positive 64-bit integer.
+const LEASE: Param = number("lease", 1, i64::MAX as u64);
+/// A timeout: 1 to 10^9 s (10^12 ms with `MS`).
+const TIMEOUT: Param = args::duration("timeout");
+
+const _: () = assert!(TIMEOUT.max == MAX_TIMEOUT_MICROS);
+
+/// Read the key's leases and decide with `decide`, which returns what to
+/// answer and the update to store; the write is planned while the value is
+/// still borrowed.
+fn with_leases<K: Key + ?Sized, T>(
+    row: &Row,
+    key: &mut K,
+    decide: impl FnOnce(Option<&LeaseView<'_>>) -> (T, Option<LeaseUpdate>),
+) -> Result<(T, Option<(Write, u64)>), CommandError> {
+    let problem = {
+        let state = match key.read() {
+            Content::Empty => Ok(None),
+            Content::String(bytes) => decode(bytes).map(Some),
+            Content::Other => return Err(CommandError::WrongType),
+        };
+        match state {
+            Ok(state) => {
+                let (answer, update) = decide(state.as_ref());
+                let write = update.map(|u| (plan(state.as_ref(), &u), u.expired));
+                return Ok((answer, write));
+            }
+            Err(problem) => problem,
+        }
+    };
+    Err(CommandError::CorruptState {
+        key: printable(key.name()),
+        command: registry::leases_row().map_or(row.name, |r| r.name),
+        problem,
+    })
+}
+
+/// Write the planned update, and count the leases it found expired.
+fn store<K: Key + ?Sized>(key: &mut K, write: Option<(Write, u64)>) -> bool {
+    let Some((write, expired)) = write else {
+        return false;
+    };
+    key.write(&write);
+    if let (true, Some(row)) = (expired > 0, registry::leases_row()) {
+        row.stats.add(Field::LeasesExpired, expired);
+    }
+    true
+}
+
+/// `RL.CONCURRENCY key limit timeout [quantity] [MS] [PEEK]`: the five
+/// integers, then the lease (0 when none is taken: refused, a query, PEEK).
+pub fn acquire<S: Keyspace>(
+    row: &Row,
+    params: &[Param; 2],
+    args: &[&[u8]],
+    now: Instant,
+    keys: &S,
+) -> Result<Reply, CommandError> {
+    let (numbers, options) = args::after_key(row.name, args, params.len())?;
+    let [limit, timeout] = args::params(row.name, params, numbers, options.unit)?;
+    let limiter = Concurrency::new(limit, timeout)
+        .map_err(|ParamError::OutOfRange { name, min, max }| CommandError::BadNumber { name, min, max })?;
+    let mut key = keys.open(1)?;
+    let (acquired, write) = with_leases(row, &mut key, |state| {
+        let acquired = match state {
+            Some(view) => limiter.acquire(view, now, options.quantity),
+            None => limiter.acquire(&NoLeases, now, options.quantity),
+        };
+        let update = acquired.update.filter(|_| !options.peek);
+        (acquired, update)
+    })?;
+    let lease = if store(&mut key, write) {
+        acquired.lease.map_or(0, |l| l.id)
+    } else {
+        0
+    };
+    Ok(Reply::six(
+        &acquired.decision,
+        options.unit,
+        i64::try_from(lease).unwrap_or(0),
+    ))
+}
+
+/// `RL.RELEASE key lease`: the units the lease held, or 0 for a lease that
+/// is unknown, already released or past its deadline.
+pub fn release<S: Keyspace>(
+    row: &Row,
+    args: &[&[u8]],
+    now: Instant,
+    keys: &S,
+) -> Result<Reply, CommandError> {
+    let [_, _, lease] = args else {
+        return Err(CommandError::WrongArity { command: row.name });
+    };
+    let id = LEASE.parse(lease, TimeUnit::Seconds)?;
+    let mut key = keys.open(1)?;
+    let (units, write) = with_leases(row, &mut key, |state| {
+        match state.and_then(|view| release_lease(view, now, id)) {
+            Some((units, update)) => (units, Some(update)),
+            None => (0, None),
+        }
+    })?;
+    if store(&mut key, write) {
+        row.stats.add(Field::Released, 1);
+    }
+    Ok(Reply::Integer(i64::try_from(units).unwrap_or(i64::MAX)))
+}
+
+/// `RL.RENEW key lease timeout [MS]`: 1 when the live lease now ends at
+/// `now + timeout`, else 0 (and nothing changes).
+pub fn renew<S: Keyspace>(row: &Row, args: &[&[u8]], now: Instant, keys: &S) -> Result<Reply, CommandError> {
+    let [_, _, lease, timeout, options @ ..] = args else {
+        return Err(CommandError::WrongArity { command: row.name });
+    };
+    let unit = args::unit_only(options)?;
+    let id = LEASE.parse(lease, TimeUnit::Seconds)?;
+    let timeout = TIMEOUT.parse(timeout, unit)?;
+    let mut key = keys.open(1)?;
+    let ((), write) = with_leases(row, &mut key, |state| {
+        ((), state.and_then(|view| renew_lease(view, now, id, timeout)))
+    })?;
+    let renewed = store(&mut key, write);
+    if renewed {
+        row.stats.add(Field::Renewed, 1);
+    }
+    Ok(Reply::Integer(i64::from(renewed)))
+}
