@@ -2,8 +2,9 @@
 //! assigned by `redis-cli --cluster create` (`RL_CLI_BIN`, default
 //! `redis-cli`); a cluster-aware client drives every command of
 //! `common::COMMANDS` the module registers by default over keys in many
-//! slots, and RL.ALL over keys that share a slot (hash tags) or do not
-//! (CROSSSLOT).
+//! slots, RL.ALL over keys that share a slot (hash tags) or do not
+//! (CROSSSLOT), and leases taken, renewed and released over keys in many
+//! slots.
 
 mod common;
 
@@ -177,4 +178,52 @@ fn every_command_routes_and_runs_in_a_cluster() {
     .query(&mut direct)
     .unwrap();
     assert_eq!(keys, ["k1", "k2", "k3"]);
+
+    // Leases on keys in many slots: each taken, refused at the limit,
+    // renewed and released through the node that owns its key.
+    let mut lease_keys = Vec::new();
+    for i in 0..30 {
+        let key = format!("jobs:tenant:{i}");
+        let take = || {
+            let mut call = redis::cmd("RL.CONCURRENCY");
+            call.arg(&key).arg(&["2", "3600"]);
+            call
+        };
+        let mut ids = Vec::new();
+        for remaining in [1, 0] {
+            let v: Vec<i64> = take().query(&mut c).unwrap();
+            assert_eq!(v[..5], [0, 2, remaining, -1, 3600], "{key}");
+            ids.push(v[5]);
+        }
+        let refused: Vec<i64> = take().query(&mut c).unwrap();
+        assert_eq!(refused, [1, 2, 0, 3600, 3600, 0], "{key}");
+        let renew = |id: i64, c: &mut redis::cluster::ClusterConnection| -> i64 {
+            redis::cmd("RL.RENEW").arg(&key).arg(id).arg(60).query(c).unwrap()
+        };
+        let release = |id: i64, c: &mut redis::cluster::ClusterConnection| -> i64 {
+            redis::cmd("RL.RELEASE").arg(&key).arg(id).query(c).unwrap()
+        };
+        assert_eq!(renew(ids[0], &mut c), 1, "{key}");
+        assert_eq!(release(ids[0], &mut c), 1, "{key}");
+        assert_eq!(release(ids[0], &mut c), 0, "{key}");
+        assert_eq!(renew(ids[0], &mut c), 0, "{key}");
+        let again: Vec<i64> = take().query(&mut c).unwrap();
+        assert_eq!(again[..3], [0, 2, 0], "{key}");
+        lease_keys.push(key);
+    }
+    let slots: std::collections::BTreeSet<i64> = lease_keys
+        .iter()
+        .map(|k| cmd(&["CLUSTER", "KEYSLOT", k]).query(&mut direct).unwrap())
+        .collect();
+    assert!(slots.len() > 20, "{slots:?}");
+    for args in [
+        &["RL.CONCURRENCY", "jobs:x", "2", "60"][..],
+        &["RL.RELEASE", "jobs:x", "7"],
+        &["RL.RENEW", "jobs:x", "7", "60"],
+    ] {
+        let mut getkeys = vec!["COMMAND", "GETKEYS"];
+        getkeys.extend_from_slice(args);
+        let keys: Vec<String> = cmd(&getkeys).query(&mut direct).unwrap();
+        assert_eq!(keys, ["jobs:x"], "{args:?}");
+    }
 }

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{cmd, info_field, server_micros, snapshot, Reply, Server};
+use common::{cmd, info_field, integer, server_micros, snapshot, Reply, Server};
 use redis::Connection;
 use std::time::{Duration, Instant};
 
@@ -14,15 +14,7 @@ use std::time::{Duration, Instant};
 fn take(c: &mut Connection, args: &[&str]) -> (Reply, i64) {
     let mut call = vec!["RL.CONCURRENCY"];
     call.extend_from_slice(args);
-    let v: Vec<i64> = cmd(&call).query(c).unwrap_or_else(|e| panic!("{call:?}: {e}"));
-    let [a, b, d, e, f, lease] = v[..] else {
-        panic!("{call:?}: not six integers: {v:?}");
-    };
-    (Reply::try_from(vec![a, b, d, e, f]).unwrap(), lease)
-}
-
-fn integer(c: &mut Connection, args: &[&str]) -> i64 {
-    cmd(args).query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    common::six(c, &call)
 }
 
 /// A lease's id is the server's instant (µs), and its deadline, the key's

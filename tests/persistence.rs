@@ -8,14 +8,15 @@
 
 mod common;
 
-use common::{cmd, five, info_field, rate_commands, sample, snapshot, Server};
+use common::{cmd, five, info_field, integer, rate_commands, reply, sample, six, snapshot, Reply, Server};
 use redis::Connection;
 
 type Snapshot = Vec<(String, (Option<Vec<u8>>, i64))>;
 
 /// A mixed workload over all five commands: allowed, refused, quantity 0,
 /// PEEK, MS, several value forms (GCRA's integer and fractional forms, a
-/// sliding log that has wrapped around its ring). Returns the keys written.
+/// sliding log that has wrapped around its ring), and leases taken,
+/// released and renewed. Returns the keys written.
 fn workload(c: &mut Connection, prefix: &str) -> Vec<String> {
     let k = |name: &str| format!("{prefix}{name}");
     let (gcra_a, gcra_b, gcra_c) = (k("gcra:a"), k("gcra:b"), k("gcra:c"));
@@ -87,8 +88,25 @@ fn workload(c: &mut Connection, prefix: &str) -> Vec<String> {
         five(c, &["RL.SLIDING_LOG", &log_e, "10", "3600", "8"]).counts(),
         (false, 10, 2)
     );
+    // Leases: four taken (one of two units), one released, one renewed, a
+    // refusal at the limit; seven records, so the last ones were appended in
+    // place and replicated as patches.
+    let leases = k("leases");
+    let take = |c: &mut Connection, q: &str| six(c, &["RL.CONCURRENCY", &leases, "6", "3600", q]);
+    let mut ids = Vec::new();
+    for (q, remaining) in [("1", 5), ("2", 3), ("1", 2), ("1", 1)] {
+        let (reply, id) = take(c, q);
+        assert_eq!((reply.counts(), id > 0), ((false, 6, remaining), true));
+        ids.push(id.to_string());
+    }
+    assert_eq!(integer(c, &["RL.RELEASE", &leases, &ids[1]]), 2);
+    assert_eq!(integer(c, &["RL.RENEW", &leases, &ids[0], "7200"]), 1);
+    for (q, remaining) in [("1", 2), ("2", 0)] {
+        assert_eq!(take(c, q).0.counts(), (false, 6, remaining));
+    }
+    assert_eq!(take(c, "1"), (Reply::refused(6, 0, 3600, 7200), 0));
     let keys = [
-        gcra_a, gcra_b, gcra_c, tb, fx, fx_ms, log_a, log_c, log_d, log_e, sc, sc_ms,
+        gcra_a, gcra_b, gcra_c, tb, fx, fx_ms, log_a, log_c, log_d, log_e, sc, sc_ms, leases,
     ];
     keys.to_vec()
 }
@@ -144,6 +162,9 @@ fn a_promoted_replica_continues_every_limiter() {
     let replica = Server::replica_of(&master, true);
     let mut r = replica.client();
     let keys = workload(&mut m, "");
+    let (taken, lease) = six(&mut m, &["RL.CONCURRENCY", "lease:f", "1", "3600"]);
+    assert_eq!(taken, Reply::allowed(1, 0, 3600));
+    let lease = lease.to_string();
     wait_for_replica(&mut m);
     let on_master = snapshot_all(&mut m, &keys);
     let _: String = cmd(&["REPLICAOF", "NO", "ONE"]).query(&mut r).unwrap();
@@ -151,7 +172,8 @@ fn a_promoted_replica_continues_every_limiter() {
     assert_eq!(snapshot_all(&mut r, &keys), on_master);
     // The workload's limiters, each called one unit at a time until past its
     // limit, on the old master and then on the new one.
-    let continuations: [&[&str]; 12] = [
+    let continuations: [&[&str]; 13] = [
+        &["RL.CONCURRENCY", "leases", "6", "3600"],
         &["RL.GCRA", "gcra:a", "2", "1", "3600"],
         &["RL.GCRA", "gcra:b", "5", "3", "3600"],
         &["RL.GCRA", "gcra:c", "5", "17", "3600"],
@@ -168,8 +190,8 @@ fn a_promoted_replica_continues_every_limiter() {
     for call in continuations {
         let mut admitted = [0, 0];
         for _ in 0..8 {
-            let old = five(&mut m, call);
-            let new = five(&mut r, call);
+            let old = reply(&mut m, call);
+            let new = reply(&mut r, call);
             // Blocked, limit and remaining exactly; the two times were read
             // a fraction of a millisecond apart, and are rounded up to the
             // reply's unit, so they agree to within one unit.
@@ -186,8 +208,18 @@ fn a_promoted_replica_continues_every_limiter() {
         }
         assert_eq!(admitted[0], admitted[1], "{call:?}");
         // Every limiter reaches its limit within the eight calls.
-        assert!(five(&mut r, call).blocked, "{call:?}");
+        assert!(reply(&mut r, call).blocked, "{call:?}");
     }
+    // A lease taken on the old master is held on the new one, and can be
+    // renewed and released there; the next lease's id is a new one.
+    let holder = ["RL.CONCURRENCY", "lease:f", "1", "3600"];
+    assert_eq!(six(&mut r, &holder).0.counts(), (true, 1, 0));
+    assert_eq!(integer(&mut r, &["RL.RENEW", "lease:f", &lease, "60"]), 1);
+    assert_eq!(integer(&mut r, &["RL.RELEASE", "lease:f", &lease]), 1);
+    assert_eq!(integer(&mut r, &["RL.RELEASE", "lease:f", &lease]), 0);
+    let (next, id) = six(&mut r, &holder);
+    assert_eq!(next, Reply::allowed(1, 0, 3600));
+    assert!(id.to_string() != lease && id > 0, "{id} after {lease}");
     // The promoted server writes on its own now, and stays a master.
     assert!(!five(&mut r, &["RL.GCRA", "new:key", "1", "1", "3600"]).blocked);
     assert_eq!(info_field_str(&mut r, "role"), "master");

@@ -1,6 +1,6 @@
 //! Soak: many concurrent clients, many keys, short windows (MS), every
-//! command the module registers by default (`common::COMMANDS`), and one
-//! call in six an RL.ALL over two limits.
+//! rate command the module registers by default, one call in six an RL.ALL
+//! over two limits, and one in six a lease taken, renewed or released.
 //! Afterwards, once the windows have passed, every key is gone and
 //! `used_memory` is back within a few percent of where it started.
 //!
@@ -23,8 +23,14 @@ fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
                 let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
                 let mut x: u64 = 0x2545_f491_4f6c_dd1d ^ (t as u64 + 1) ^ total as u64;
                 let mut done = 0;
+                // Leases taken in the last pipeline: released or renewed in
+                // the next (the others end at their deadlines).
+                let mut leases: Vec<(String, i64)> = Vec::new();
                 while done < total / threads {
                     let mut pipe = redis::pipe();
+                    // The key of each RL.CONCURRENCY in the pipeline, by
+                    // position, and whether it asks for units.
+                    let mut takes: Vec<Option<(String, bool)>> = Vec::new();
                     for _ in 0..100 {
                         x ^= x << 13;
                         x ^= x >> 7;
@@ -34,6 +40,31 @@ fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
                         let w = (50 + (x >> 30) % 200).to_string(); // 50..250 ms
                         let pick = |shift: u32| commands[((x >> shift) % commands.len() as u64) as usize];
                         let command = pick(40);
+                        takes.push(None);
+                        if (x >> 50) % 6 == 1 {
+                            // Leases: a release or a renewal of an earlier
+                            // one, or a new lease of `q` units.
+                            match leases.pop() {
+                                Some((key, lease)) if (x >> 53) % 3 == 0 => {
+                                    pipe.cmd("RL.RELEASE").arg(key).arg(lease);
+                                }
+                                Some((key, lease)) if (x >> 53) % 3 == 1 => {
+                                    pipe.cmd("RL.RENEW").arg(key).arg(lease).arg(&w).arg("MS");
+                                }
+                                _ => {
+                                    let lease_key = format!("{key}:leases");
+                                    pipe.cmd("RL.CONCURRENCY")
+                                        .arg(&lease_key)
+                                        .arg(10)
+                                        .arg(&w)
+                                        .arg(&q)
+                                        .arg("MS");
+                                    takes.pop();
+                                    takes.push(Some((lease_key, q != "0")));
+                                }
+                            }
+                            continue;
+                        }
                         if (x >> 50) % 6 == 0 {
                             // One request under two of the key's limiters at
                             // once (RL.ALL): the commands' algorithms by name.
@@ -58,13 +89,31 @@ fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
                             .arg(&q)
                             .arg("MS");
                     }
-                    let replies: Vec<Vec<i64>> = pipe.query(&mut con).unwrap();
-                    for reply in replies {
-                        // RL.ALL appends the binding limit's position.
-                        let position = (reply.len() == 6).then(|| reply[5]);
-                        assert!(matches!(position, None | Some(1 | 2)), "{reply:?}");
+                    let replies: Vec<redis::Value> = pipe.query(&mut con).unwrap();
+                    leases.clear();
+                    for (reply, take) in replies.into_iter().zip(takes) {
+                        if let redis::Value::Int(n) = reply {
+                            // RL.RELEASE's units (0 to 3), RL.RENEW's 0 or 1.
+                            assert!((0..=3).contains(&n), "{n}");
+                            continue;
+                        }
+                        let reply: Vec<i64> = redis::from_redis_value(&reply).unwrap();
                         let r = Reply::try_from(reply[..5].to_vec()).unwrap();
                         assert!(r.remaining <= r.limit, "{r:?}");
+                        match (take, reply.get(5)) {
+                            // A lease: an id when allowed with units, else 0.
+                            (Some((key, units)), Some(&lease)) => {
+                                assert_eq!(lease > 0, !r.blocked && units, "{reply:?}");
+                                if lease > 0 {
+                                    leases.push((key, lease));
+                                }
+                            }
+                            // RL.ALL appends the binding limit's position.
+                            (None, position) => {
+                                assert!(matches!(position, None | Some(1 | 2)), "{reply:?}")
+                            }
+                            (Some(_), None) => panic!("a lease reply of five: {reply:?}"),
+                        }
                     }
                     done += 100;
                 }

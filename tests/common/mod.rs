@@ -321,14 +321,25 @@ pub fn reply(con: &mut redis::Connection, args: &[&str]) -> Reply {
     Reply::try_from(v[..5].to_vec()).unwrap_or_else(|e| panic!("{args:?}: {e}"))
 }
 
-/// Run `RL.ALL`: the binding limit's reply and its position (1-based).
-pub fn all(con: &mut redis::Connection, args: &[&str]) -> (Reply, i64) {
+/// Run a command that answers six integers: the five, then its own (the
+/// binding limit's position for `RL.ALL`, the lease for `RL.CONCURRENCY`).
+pub fn six(con: &mut redis::Connection, args: &[&str]) -> (Reply, i64) {
     let v: Vec<i64> = cmd(args).query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    let [a, b, c, d, e, position] = v[..] else {
+    let [a, b, c, d, e, sixth] = v[..] else {
         panic!("{args:?}: not six integers: {v:?}");
     };
     let reply = Reply::try_from(vec![a, b, c, d, e]).unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    (reply, position)
+    (reply, sixth)
+}
+
+/// Run a command that answers one integer (`RL.RELEASE`, `RL.RENEW`).
+pub fn integer(con: &mut redis::Connection, args: &[&str]) -> i64 {
+    cmd(args).query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// Run `RL.ALL`: the binding limit's reply and its position (1-based).
+pub fn all(con: &mut redis::Connection, args: &[&str]) -> (Reply, i64) {
+    six(con, args)
 }
 
 /// Run a command that must fail; returns the full error text.
