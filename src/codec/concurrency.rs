@@ -122,10 +122,14 @@ pub fn plan(state: Option<&LeaseView<'_>>, update: &LeaseUpdate) -> Write {
             // to as much again): an appended value is reallocated at its
             // exact size. That copy is O(n), as is reading the leases; what
             // is replicated is still only the appended record.
+            // A value of at most 64 bytes (two leases) keeps its spare
+            // room: compacting it would cost a new object and a key
+            // replaced for a few bytes, and the next lease would grow it
+            // again.
             return Write::Patch {
                 new_len,
                 patches,
-                compact: grown,
+                compact: grown && !Write::replicated_whole(new_len),
                 expire_at_ms,
             };
         }
@@ -224,17 +228,33 @@ mod tests {
         let Write::Set { value, .. } = plan(None, &first) else {
             panic!("a new key is written whole");
         };
-        let value = value.as_slice().to_vec();
+        let mut value = value.as_slice().to_vec();
+        // Every append is a patch; up to 64 bytes (two leases) the value
+        // keeps the room it grew into, past that it is compacted.
+        for (at, units, compacted) in [(T0 + 1, 2, false), (T0 + 2, 1, true)] {
+            let view = decode(&value).unwrap();
+            let n = view.len();
+            let next = c.acquire(&view, Instant::from_micros(at), units).update.unwrap();
+            let write = plan(Some(&view), &next);
+            let Write::Patch {
+                new_len,
+                ref patches,
+                compact,
+                ..
+            } = write
+            else {
+                panic!("an append is a patch");
+            };
+            assert_eq!((new_len, compact), (HEADER + (n + 1) * RECORD, compacted));
+            assert_eq!(
+                patches.ranges().collect::<Vec<_>>(),
+                vec![HEADER + n * RECORD..HEADER + (n + 1) * RECORD, 1..9]
+            );
+            write.apply_to(&mut value);
+        }
         let view = decode(&value).unwrap();
-        let second = c.acquire(&view, Instant::from_micros(T0 + 1), 2).update.unwrap();
-        let Write::Patch { new_len, patches, .. } = plan(Some(&view), &second) else {
-            panic!("an append is a patch");
-        };
-        assert_eq!(new_len, HEADER + 2 * RECORD);
-        assert_eq!(
-            patches.ranges().collect::<Vec<_>>(),
-            vec![HEADER + RECORD..HEADER + 2 * RECORD, 1..9]
-        );
+        assert_eq!(view.len(), 3);
+        // A renewal rewrites its deadline in place, even in a small value.
         let renewed = rl_core::concurrency::renew(&view, Instant::from_micros(T0 + 2), T0, SEC).unwrap();
         let Write::Patch { patches, .. } = plan(Some(&view), &renewed) else {
             panic!("a renewal is a patch");
