@@ -6,7 +6,10 @@
 //!   with `SCRIPT LOAD` + `EVALSHA`),
 //! - redis-cell's `CL.THROTTLE` when `RL_CELL_MODULE` points at its `.so`,
 //!
-//! on one key and on 100,000 random keys, at pipeline 1 and 16. Reports the
+//! on one key and on 100,000 random keys, at pipeline 1 and 16; and leases,
+//! as acquire+release pairs (`RL.CONCURRENCY` then `RL.RELEASE` of its lease,
+//! against the same on a sorted set in Lua), by a small driver of its own
+//! since each release needs the id its acquire answered. Reports the
 //! median requests/s of interleaved rounds, the ratio to `INCR`, the server's
 //! microseconds per call (`INFO commandstats`), `MEMORY USAGE` per limiter and
 //! replication bytes per request; with `RL_BENCH_CALLGRIND=1` also the
@@ -23,7 +26,8 @@
 //! Environment: `RL_SERVER_BIN` (default `redis-server`), `RL_BENCH_ROUNDS`
 //! (default 5), `RL_BENCH_REQUESTS` (requests per pipelined run, default
 //! 200000; a run at pipeline 1 makes a fifth of them), `RL_CELL_MODULE`,
-//! `RL_BENCH_CALLGRIND`.
+//! `RL_BENCH_CALLGRIND`, `RL_BENCH_ONLY` (comma-separated parts of workload
+//! names: run only those, and INCR).
 
 // The integration tests' harness, for its table of the module's commands.
 #[path = "../tests/common/mod.rs"]
@@ -83,6 +87,23 @@ struct Report {
     instructions_per_call: BTreeMap<String, f64>,
     memory_usage_bytes: BTreeMap<String, i64>,
     replication_bytes_per_request: BTreeMap<String, f64>,
+    lease_pairs: Vec<PairMeasurement>,
+}
+
+#[derive(Serialize)]
+struct PairMeasurement {
+    workload: String,
+    keys: &'static str,
+    pipeline: usize,
+    pairs_per_second_median: f64,
+    pairs_per_second_rounds: Vec<f64>,
+    server_usec_per_pair: f64,
+}
+
+/// Whether `RL_BENCH_ONLY` (comma-separated parts of names; INCR, the
+/// baseline, always runs) selects a workload: all when it is unset.
+fn selected(name: &str) -> bool {
+    std::env::var("RL_BENCH_ONLY").map_or(true, |only| only.split(',').any(|part| name.contains(part)))
 }
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -272,6 +293,195 @@ fn benchmark(port: u16, workload: &Workload, requests: u64, pipeline: u32, rando
         .unwrap_or_else(|| panic!("no result from redis-benchmark for {}: {text}", workload.name))
 }
 
+/// A lease workload: an acquire on `{key}` whose reply's sixth integer is
+/// the lease, then a release of `{lease}` on the same key.
+struct Leases {
+    name: &'static str,
+    acquire: Vec<String>,
+    release: Vec<String>,
+    /// The command-stats entries of its commands (`cmdstat_<this>`).
+    stats: Vec<&'static str>,
+}
+
+/// Connections of the lease driver, each a thread (a few, on a machine of
+/// two cores): every one keeps `pipeline` leases in flight, so that at
+/// pipeline 16 they hold 96 of one key's 100 units.
+const LEASE_CONNECTIONS: u64 = 6;
+
+/// The leases' limit and timeout (s): 100, as the other rows, and long
+/// enough that no lease ends before its release.
+const LEASE_LIMIT: &str = "100";
+const LEASE_TIMEOUT: &str = "60";
+
+fn lease_workloads(server: &Server) -> Vec<Leases> {
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let lua_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/lua");
+    let mut con = server.connection();
+    let mut load = |file: &str| -> String {
+        let script = std::fs::read_to_string(lua_dir.join(file)).unwrap();
+        redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(&script)
+            .query(&mut con)
+            .unwrap()
+    };
+    let (acquire, release) = (load("concurrency_acquire.lua"), load("concurrency_release.lua"));
+    vec![
+        Leases {
+            name: LEASES,
+            acquire: strings(&["RL.CONCURRENCY", "{key}", LEASE_LIMIT, LEASE_TIMEOUT]),
+            release: strings(&["RL.RELEASE", "{key}", "{lease}"]),
+            stats: vec!["rl.concurrency", "rl.release"],
+        },
+        Leases {
+            name: LUA_LEASES,
+            acquire: strings(&[
+                "EVALSHA",
+                &acquire,
+                "2",
+                "{key}",
+                "{key}:id",
+                LEASE_LIMIT,
+                LEASE_TIMEOUT,
+            ]),
+            release: strings(&["EVALSHA", &release, "1", "{key}", "{lease}"]),
+            stats: vec!["evalsha"],
+        },
+    ]
+}
+
+const LEASES: &str = "RL.CONCURRENCY + RL.RELEASE";
+const LUA_LEASES: &str = "Lua sorted set: acquire + release";
+
+/// One argument of a lease command, RESP-encoded once: literal bytes, or
+/// the key (followed by a suffix) or the lease, filled in per call.
+enum Part {
+    Literal(Vec<u8>),
+    Key(Vec<u8>),
+    Lease,
+}
+
+/// A lease command, ready to append to a pipeline in RESP.
+struct Template(Vec<Part>);
+
+impl Template {
+    fn new(args: &[String]) -> Template {
+        let mut parts = vec![Part::Literal(format!("*{}\r\n", args.len()).into_bytes())];
+        for a in args {
+            parts.push(match (a.as_str(), a.strip_prefix("{key}")) {
+                ("{lease}", _) => Part::Lease,
+                (_, Some(suffix)) => Part::Key(suffix.as_bytes().to_vec()),
+                _ => {
+                    assert!(!a.contains('{'), "a placeholder inside an argument: {a}");
+                    Part::Literal(format!("${}\r\n{a}\r\n", a.len()).into_bytes())
+                }
+            });
+        }
+        Template(parts)
+    }
+
+    fn append(&self, buf: &mut Vec<u8>, key: &[u8], lease: i64) {
+        use std::io::Write as _;
+        for part in &self.0 {
+            match part {
+                Part::Literal(bytes) => buf.extend_from_slice(bytes),
+                Part::Key(suffix) => {
+                    let _ = write!(buf, "${}\r\n", key.len() + suffix.len());
+                    buf.extend_from_slice(key);
+                    buf.extend_from_slice(suffix);
+                    buf.extend_from_slice(b"\r\n");
+                }
+                Part::Lease => {
+                    let lease = lease.to_string();
+                    let _ = write!(buf, "${}\r\n{lease}\r\n", lease.len());
+                }
+            }
+        }
+    }
+}
+
+/// Read one reply of integers: an integer, or an array of them (its last).
+fn read_integer_reply(r: &mut impl std::io::BufRead, line: &mut Vec<u8>) -> i64 {
+    let mut next = |line: &mut Vec<u8>| -> (u8, i64) {
+        line.clear();
+        r.read_until(b'\n', line).expect("read a reply");
+        let text = std::str::from_utf8(line).expect("a reply in text");
+        let value = text.get(1..).map(str::trim_end).and_then(|v| v.parse().ok());
+        match (line.first(), value) {
+            (Some(&kind @ (b':' | b'*')), Some(v)) => (kind, v),
+            _ => panic!("unexpected reply: {text}"),
+        }
+    };
+    match next(line) {
+        (b'*', n) => {
+            let mut last = 0;
+            for _ in 0..n {
+                last = next(line).1;
+            }
+            last
+        }
+        (_, v) => v,
+    }
+}
+
+/// Acquire+release pairs per second (only acquires with `release` false):
+/// `connections` connections, each sending `pipeline` acquires, reading
+/// their leases, then sending their releases; keys random among 100,000 or
+/// one key.
+fn lease_pairs(port: u16, w: &Leases, pairs: u64, pipeline: usize, random: bool, release: bool) -> f64 {
+    let started = Instant::now();
+    let connections = LEASE_CONNECTIONS;
+    let (acquire, release_args) = (Template::new(&w.acquire), Template::new(&w.release));
+    let (acquire, release_args) = (&acquire, &release_args);
+    let total: u64 = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..connections)
+            .map(|t| {
+                scope.spawn(move || {
+                    let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+                    stream.set_nodelay(true).unwrap();
+                    let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                    let mut writer = stream;
+                    let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ (t + 1);
+                    let (mut done, mut buf, mut line) = (0, Vec::new(), Vec::new());
+                    let mut keys = vec![*b"user:000000"; pipeline];
+                    let mut leases = vec![0i64; pipeline];
+                    while done < pairs / connections {
+                        buf.clear();
+                        for key in keys.iter_mut() {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            let n = if random { x % 100_000 } else { 0 };
+                            key[5..].copy_from_slice(format!("{n:06}").as_bytes());
+                            acquire.append(&mut buf, key, 0);
+                        }
+                        std::io::Write::write_all(&mut writer, &buf).unwrap();
+                        for lease in leases.iter_mut() {
+                            *lease = read_integer_reply(&mut reader, &mut line);
+                        }
+                        assert!(leases.iter().all(|&l| l > 0), "a lease was refused: {leases:?}");
+                        if release {
+                            buf.clear();
+                            for (key, &lease) in keys.iter().zip(&leases) {
+                                release_args.append(&mut buf, key, lease);
+                            }
+                            std::io::Write::write_all(&mut writer, &buf).unwrap();
+                            for _ in 0..pipeline {
+                                let freed = read_integer_reply(&mut reader, &mut line);
+                                assert_eq!(freed, 1, "a release freed nothing");
+                            }
+                        }
+                        done += pipeline as u64;
+                    }
+                    done
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).sum()
+    });
+    total as f64 / started.elapsed().as_secs_f64()
+}
+
 fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -321,6 +531,24 @@ fn workloads(server: &Server) -> Vec<Workload> {
         args.extend(params.iter().map(String::as_str));
         list.push(w(&format!("Lua {file}"), "evalsha", &args));
     }
+    // Leases taken and never released (they end at the period's end): the
+    // acquire alone, on the redis-benchmark rows; pairs are driven apart.
+    let acquire_lua = std::fs::read_to_string(lua_dir.join("concurrency_acquire.lua")).unwrap();
+    let sha: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(&acquire_lua)
+        .query(&mut server.connection())
+        .unwrap();
+    list.push(w(
+        "RL.CONCURRENCY",
+        "rl.concurrency",
+        &["RL.CONCURRENCY", "{key}", "100", "{period}"],
+    ));
+    list.push(w(
+        "Lua concurrency_acquire",
+        "evalsha",
+        &["EVALSHA", &sha, "2", "{key}", "{key}:id", "100", "{period}"],
+    ));
     // Several limits in one decision: three fixed windows (against three
     // RL.FIXED calls, and the same all-or-nothing check in Lua), and a GCRA
     // limit with a sliding log (against one call of each, and Lua).
@@ -394,6 +622,17 @@ const ALL_MIXED: &str = "RL.ALL: GCRA + SLIDING_LOG";
 const LUA_ALL_FIXED: &str = "Lua all: 3 fixed";
 const LUA_ALL_MIXED: &str = "Lua all: gcra + sliding_log";
 
+/// The server's total microseconds in a command since the last RESETSTAT.
+fn usec_total(server: &Server, stat: &str) -> f64 {
+    let line = server
+        .info_field("commandstats", &format!("cmdstat_{stat}"))
+        .unwrap_or_default();
+    line.split(',')
+        .find_map(|kv| kv.strip_prefix("usec="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
 fn usec_per_call(server: &Server, stat: &str) -> f64 {
     let line = server
         .info_field("commandstats", &format!("cmdstat_{stat}"))
@@ -404,52 +643,75 @@ fn usec_per_call(server: &Server, stat: &str) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-/// Instructions executed inside `call()` per command, with callgrind: a
-/// fresh server per workload, `requests` calls on random keys at pipeline 16,
-/// minus the cost of a run with the same setup and no calls.
-fn instructions_per_call(list: &[Workload], requests: u64) -> BTreeMap<String, f64> {
+/// Instructions executed inside `call()` in a fresh server under callgrind,
+/// while `drive` runs against it. Every run loads the scripts (a workload
+/// needs them in its own server), so an empty run's total includes that
+/// setup too and the difference is the workload's calls alone (script
+/// hashes depend only on the scripts' text).
+fn callgrind_total(out_dir: &Path, tag: &str, drive: &dyn Fn(&Server)) -> f64 {
+    let file = out_dir.join(format!("{tag}.out"));
+    let file_arg = format!("--callgrind-out-file={}", file.display());
+    // The floor module only here: the throughput runs load what a user's
+    // server would.
+    let floor = floor_module().map(|p| p.to_string_lossy().into_owned());
+    let extra: Vec<&str> = floor.iter().flat_map(|p| ["--loadmodule", p.as_str()]).collect();
+    let server = Server::start(
+        &["valgrind", "--tool=callgrind", "--toggle-collect=call", &file_arg],
+        &extra,
+    );
+    workloads(&server);
+    lease_workloads(&server);
+    drive(&server);
+    server.stop();
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("summary:").or_else(|| l.strip_prefix("totals:")))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// Instructions per call with callgrind: a fresh server per workload,
+/// `requests` calls on random keys at pipeline 16, minus the cost of a run
+/// with the same setup and no calls. Leases: a run of acquires alone and
+/// one of acquire+release pairs give the acquire and the release.
+fn instructions_per_call(list: &[Workload], leases: &[Leases], requests: u64) -> BTreeMap<String, f64> {
     let out_dir = std::env::temp_dir().join(format!("rl-callgrind-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).unwrap();
-    let run = |workload: Option<&Workload>, tag: &str| -> f64 {
-        let file = out_dir.join(format!("{tag}.out"));
-        let file_arg = format!("--callgrind-out-file={}", file.display());
-        // The floor module only here: the throughput runs load what a
-        // user's server would.
-        let floor = floor_module().map(|p| p.to_string_lossy().into_owned());
-        let extra: Vec<&str> = floor.iter().flat_map(|p| ["--loadmodule", p.as_str()]).collect();
-        let server = Server::start(
-            &["valgrind", "--tool=callgrind", "--toggle-collect=call", &file_arg],
-            &extra,
-        );
-        // Every run loads the scripts (a workload needs them in its own
-        // server), so the empty run's total includes that setup too and the
-        // difference is the workload's calls alone.
-        // (Script hashes depend only on the scripts' text.)
-        workloads(&server);
-        if let Some(w) = workload {
-            benchmark(server.port, w, requests, 16, true);
-        }
-        server.stop();
-        let text = std::fs::read_to_string(&file).unwrap_or_default();
-        text.lines()
-            .find_map(|l| l.strip_prefix("summary:").or_else(|| l.strip_prefix("totals:")))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(f64::NAN)
-    };
-    let baseline = run(None, "empty");
+    let baseline = callgrind_total(&out_dir, "empty", &|_| {});
     let mut result = BTreeMap::new();
+    let mut record = |name: String, value: f64| {
+        eprintln!("callgrind: {name}: {value:.0} instructions per call");
+        result.insert(name, value.round());
+    };
     for (i, w) in list.iter().enumerate() {
-        let total = run(Some(w), &format!("w{i}"));
-        result.insert(w.name.clone(), ((total - baseline) / requests as f64).round());
-        eprintln!(
-            "callgrind: {}: {:.0} instructions per call",
-            w.name, result[&w.name]
-        );
+        let total = callgrind_total(&out_dir, &format!("w{i}"), &|server| {
+            benchmark(server.port, w, requests, 16, true);
+        });
+        record(w.name.clone(), (total - baseline) / requests as f64);
+    }
+    for (i, l) in leases.iter().enumerate() {
+        let runs = [false, true].map(|release| {
+            callgrind_total(&out_dir, &format!("l{i}{release}"), &|server| {
+                // The server's own copy of the workload: its scripts' hashes
+                // are the same.
+                lease_pairs(server.port, l, requests, 16, true, release);
+            })
+        });
+        let n = requests as f64;
+        record(format!("{}{ACQUIRE}", l.name), (runs[0] - baseline) / n);
+        record(format!("{}{RELEASE}", l.name), (runs[1] - runs[0]) / n);
+        record(format!("{}{PAIR}", l.name), (runs[1] - baseline) / n);
     }
     let _ = std::fs::remove_dir_all(&out_dir);
     result
 }
+
+/// Suffixes of the lease instruction counts: an acquire, a release (on a
+/// key holding the lease), and the pair.
+const ACQUIRE: &str = ": acquire";
+const RELEASE: &str = ": release";
+const PAIR: &str = ": pair";
 
 fn main() {
     if std::env::var("RL_BENCH_CALLGRIND").is_ok_and(|v| v == "1") {
@@ -458,7 +720,10 @@ fn main() {
     let rounds: usize = env_or("RL_BENCH_ROUNDS", 5);
     let requests: u64 = env_or("RL_BENCH_REQUESTS", 200_000);
     let server = Server::start(&[], &[]);
-    let list = workloads(&server);
+    let list: Vec<Workload> = workloads(&server)
+        .into_iter()
+        .filter(|w| w.name == "INCR" || selected(&w.name))
+        .collect();
 
     let mut throughput = Vec::new();
     for (keys, random) in [("one key", false), ("100,000 random keys", true)] {
@@ -488,6 +753,45 @@ fn main() {
                     requests_per_second_rounds: rounds_rps[i].clone(),
                     ratio_to_incr: m / incr,
                     server_usec_per_call: median(&usec[i]),
+                });
+            }
+        }
+    }
+
+    // Leases: acquire+release pairs, the module against Lua, interleaved.
+    let leases: Vec<Leases> = lease_workloads(&server)
+        .into_iter()
+        .filter(|l| selected(l.name))
+        .collect();
+    let mut lease_pairs_report = Vec::new();
+    for (keys, random) in [("one key", false), ("100,000 random keys", true)] {
+        for pipeline in [1usize, 16] {
+            let n = if pipeline == 1 {
+                requests / 10
+            } else {
+                requests / 2
+            };
+            let mut rounds_pps: Vec<Vec<f64>> = vec![Vec::new(); leases.len()];
+            let mut usec: Vec<Vec<f64>> = vec![Vec::new(); leases.len()];
+            for _ in 0..rounds {
+                for (i, l) in leases.iter().enumerate() {
+                    server.query(&["FLUSHALL"]);
+                    server.query(&["CONFIG", "RESETSTAT"]);
+                    rounds_pps[i].push(lease_pairs(server.port, l, n, pipeline, random, true));
+                    let total: f64 = l.stats.iter().map(|stat| usec_total(&server, stat)).sum();
+                    usec[i].push(total / n as f64);
+                }
+            }
+            for (i, l) in leases.iter().enumerate() {
+                let m = median(&rounds_pps[i]);
+                eprintln!("{keys}, pipeline {pipeline}: {}: {m:.0} pairs/s", l.name);
+                lease_pairs_report.push(PairMeasurement {
+                    workload: l.name.to_string(),
+                    keys,
+                    pipeline,
+                    pairs_per_second_median: m,
+                    pairs_per_second_rounds: rounds_pps[i].clone(),
+                    server_usec_per_pair: median(&usec[i]),
                 });
             }
         }
@@ -546,7 +850,7 @@ fn main() {
         let mut all = list.clone();
         all.extend(long_period_variants(&list));
         all.extend(floor_workloads());
-        instructions_per_call(&all, 20_000)
+        instructions_per_call(&all, &leases, 20_000)
     } else {
         BTreeMap::new()
     };
@@ -574,6 +878,7 @@ fn main() {
         instructions_per_call: instructions,
         memory_usage_bytes: memory,
         replication_bytes_per_request: replication,
+        lease_pairs: lease_pairs_report,
     };
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/results");
     std::fs::create_dir_all(&dir).unwrap();
@@ -686,6 +991,51 @@ fn markdown(r: &Report) -> String {
     if !all_rows.is_empty() {
         s.push_str("\nSeveral limits in one RL.ALL, instructions per call, against the separate calls and the same all-or-nothing check in Lua:\n\n| workload | periods | RL.ALL | separate calls | ratio | Lua | ratio |\n|---|---|---|---|---|---|---|\n");
         s.push_str(&all_rows);
+    }
+    // Leases: pairs per second, and instructions against the sliding log.
+    if !r.lease_pairs.is_empty() {
+        s.push_str("\nLeases: acquire+release pairs (`RL.CONCURRENCY` then `RL.RELEASE` of its lease; the same on a sorted set in Lua), limit 100, 6 connections; the server's µs per pair shows its own cost (the driver, on the same two cores, limits the pairs/s):\n\n| workload | keys | pipeline | pairs/s | vs Lua | server µs/pair |\n|---|---|---|---|---|---|\n");
+        for m in &r.lease_pairs {
+            let lua = r
+                .lease_pairs
+                .iter()
+                .find(|l| l.workload == LUA_LEASES && l.keys == m.keys && l.pipeline == m.pipeline)
+                .map_or(f64::NAN, |l| l.pairs_per_second_median);
+            s.push_str(&format!(
+                "| {} | {} | {} | {:.0} | {:.2} | {:.2} |\n",
+                m.workload,
+                m.keys,
+                m.pipeline,
+                m.pairs_per_second_median,
+                m.pairs_per_second_median / lua,
+                m.server_usec_per_pair
+            ));
+        }
+    }
+    let log = inst(format!("RL.SLIDING_LOG{LONG}"));
+    let lease_rows: Vec<_> = [ACQUIRE, RELEASE, PAIR]
+        .iter()
+        .filter_map(|part| {
+            let ours = inst(format!("{LEASES}{part}"))?;
+            let lua = inst(format!("{LUA_LEASES}{part}"))?;
+            Some((part.trim_start_matches(": "), ours, lua))
+        })
+        .collect();
+    if !lease_rows.is_empty() {
+        s.push_str("\nLeases, instructions per call (random keys, pipeline 16, 60-second timeouts), against `RL.SLIDING_LOG` at the same limit (60 s) and the Lua sorted set:\n\n| call | RL.CONCURRENCY / RL.RELEASE | vs RL.SLIDING_LOG | Lua | vs Lua |\n|---|---|---|---|---|\n");
+        for (part, ours, lua) in lease_rows {
+            let per_log = log.map_or(f64::NAN, |l| {
+                if part == "pair" {
+                    ours / (2.0 * l)
+                } else {
+                    ours / l
+                }
+            });
+            s.push_str(&format!(
+                "| {part} | {ours:.0} | {per_log:.3} | {lua:.0} | {:.3} |\n",
+                ours / lua
+            ));
+        }
     }
     let floor: Vec<_> = [FLOOR_DIRECT, FLOOR_INTEGER]
         .iter()
