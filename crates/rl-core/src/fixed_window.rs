@@ -3,7 +3,7 @@
 use crate::bounds::MAX_LIMIT;
 use crate::decision::{Decision, RetryAfter};
 use crate::error::{in_range, ParamError};
-use crate::limiter::{Limiter, Outcome, Update};
+use crate::limiter::{refunded, After, Limiter, Outcome, Refunded, Update};
 use crate::time::{Instant, Micros};
 use crate::window::{Window, MAX_WINDOW_START};
 
@@ -49,24 +49,32 @@ impl FixedWindow {
     }
 }
 
+impl FixedWindow {
+    /// The window in force at `now` and its units: (start, used). A stored
+    /// start counts in the window of this length that holds it (it may have
+    /// been written under another length). That window, if it is now's or a
+    /// later one (the clock stepped back), stays in force until it ends:
+    /// nothing extra is admitted.
+    fn in_force(&self, state: Option<&WindowCount>, now: Instant) -> (u64, u64) {
+        let current = self.window.start_of(now);
+        match state {
+            Some(s) if s.start >= current => (self.window.align(s.start), s.count),
+            _ => (current, 0),
+        }
+    }
+}
+
 impl Limiter for FixedWindow {
     type State<'a> = WindowCount;
     type Change = WindowCount;
+    type Refund = WindowCount;
 
     fn limit(&self) -> u64 {
         self.limit
     }
 
     fn check(&self, state: Option<&WindowCount>, now: Instant, quantity: u64) -> Outcome<WindowCount> {
-        let current = self.window.start_of(now);
-        // A stored start counts in the window of this length that holds it
-        // (it may have been written under another length). That window, if it
-        // is now's or a later one (the clock stepped back), stays in force
-        // until it ends: nothing extra is admitted.
-        let (start, used) = match state {
-            Some(s) if s.start >= current => (self.window.align(s.start), s.count),
-            _ => (current, 0),
-        };
+        let (start, used) = self.in_force(state, now);
         let end = u128::from(start) + self.window.micros();
         let to_end = Window::until(now, end);
         let mut decision = Decision {
@@ -103,5 +111,16 @@ impl Limiter for FixedWindow {
                 expires_at: Window::instant(end),
             }),
         }
+    }
+
+    /// The window's count minus `quantity`, floored at 0.
+    fn refund(&self, state: Option<&WindowCount>, now: Instant, quantity: u64) -> Refunded<WindowCount> {
+        let (start, used) = self.in_force(state, now);
+        let after = match used.saturating_sub(quantity) {
+            _ if used == 0 || quantity == 0 => After::Same,
+            0 => After::Rested,
+            count => After::State(WindowCount { start, count }),
+        };
+        refunded(self, state, now, after)
     }
 }

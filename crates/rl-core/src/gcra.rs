@@ -6,7 +6,7 @@
 use crate::bounds::{MAX_BURST, MAX_LIMIT, MAX_PERIOD_MICROS};
 use crate::decision::{Decision, RetryAfter};
 use crate::error::{in_range, ParamError};
-use crate::limiter::{Limiter, Outcome, Update};
+use crate::limiter::{refunded, After, Limiter, Outcome, Refunded, Update};
 use crate::time::{div, div_ceil, gcd, rescale, Instant, Micros, Round};
 
 /// Validated GCRA parameters.
@@ -96,6 +96,7 @@ impl Gcra {
 impl Limiter for Gcra {
     type State<'a> = Tat;
     type Change = Tat;
+    type Refund = Tat;
 
     fn limit(&self) -> u64 {
         self.limit
@@ -144,5 +145,25 @@ impl Limiter for Gcra {
                 expires_at: Instant::from_micros(expires_at),
             }),
         }
+    }
+
+    /// `TAT = max(TAT - quantity * T, now)`.
+    fn refund(&self, state: Option<&Tat>, now: Instant, quantity: u64) -> Refunded<Tat> {
+        let now_t = u128::from(now.as_micros()) * u128::from(self.per_micro);
+        let after = match state.map(|s| s.ticks(self.per_micro)) {
+            Some(tat) if tat > now_t && quantity > 0 => {
+                // At most 2^64 * 10^15 ticks back: no overflow.
+                let back = u128::from(quantity) * u128::from(self.emission_interval);
+                match tat.saturating_sub(back) {
+                    t if t <= now_t => After::Rested,
+                    t => After::State(Tat {
+                        units: t,
+                        per_micro: self.per_micro,
+                    }),
+                }
+            }
+            _ => After::Same,
+        };
+        refunded(self, state, now, after)
     }
 }

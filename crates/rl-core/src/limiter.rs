@@ -30,13 +30,78 @@ pub trait Limiter {
     /// What an allowed request changes: for most algorithms the new state,
     /// for the sliding log the entries to append.
     type Change;
+    /// What a refund changes: for most algorithms the new state, for the
+    /// sliding log the entries to remove.
+    type Refund;
 
     /// Decide on a request of `quantity` units at `now`, given the stored
     /// `state` (`None`: never used, or expired).
     fn check(&self, state: Option<&Self::State<'_>>, now: Instant, quantity: u64) -> Outcome<Self::Change>;
 
+    /// Give back `quantity` units at `now`: the state moves toward fully
+    /// rested by that much, never past it. Never refused; the decision is
+    /// that of a query (`quantity` 0) right after the refund.
+    fn refund(&self, state: Option<&Self::State<'_>>, now: Instant, quantity: u64) -> Refunded<Self::Refund>;
+
     /// The reply's `limit` field.
     fn limit(&self) -> u64;
+}
+
+/// The result of a refund: the decision of a query after it, and what to
+/// store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refunded<R> {
+    pub decision: Decision,
+    pub giveback: Giveback<R>,
+}
+
+/// What a refund stores.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Giveback<R> {
+    /// Nothing changes: no state (a refund never creates one), a limiter
+    /// already fully rested, or `quantity` 0.
+    Nothing,
+    /// The limiter is fully rested now: its state can go.
+    Rested,
+    /// The state to store, and when it stops mattering.
+    Store(Update<R>),
+}
+
+/// Where a refund leaves a limiter whose whole state is one value.
+pub(crate) enum After<T> {
+    Same,
+    Rested,
+    State(T),
+}
+
+/// The refund answer of a limiter whose state is one value of `T`: the
+/// decision of a query on the state it leaves, which expires when that
+/// state is fully rested.
+pub(crate) fn refunded<T, L>(limiter: &L, state: Option<&T>, now: Instant, after: After<T>) -> Refunded<T>
+where
+    L: for<'a> Limiter<State<'a> = T, Change = T>,
+{
+    let query = |state: Option<&T>| limiter.check(state, now, 0).decision;
+    match after {
+        After::Same => Refunded {
+            decision: query(state),
+            giveback: Giveback::Nothing,
+        },
+        After::Rested => Refunded {
+            decision: query(None),
+            giveback: Giveback::Rested,
+        },
+        After::State(value) => {
+            let decision = query(Some(&value));
+            Refunded {
+                decision,
+                giveback: Giveback::Store(Update {
+                    change: value,
+                    expires_at: now.saturating_add(decision.reset),
+                }),
+            }
+        }
+    }
 }
 
 impl<S> Outcome<S> {

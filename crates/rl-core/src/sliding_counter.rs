@@ -8,7 +8,7 @@
 use crate::bounds::MAX_LIMIT;
 use crate::decision::{Decision, RetryAfter};
 use crate::error::{in_range, ParamError};
-use crate::limiter::{Limiter, Outcome, Update};
+use crate::limiter::{refunded, After, Limiter, Outcome, Refunded, Update};
 use crate::time::{Instant, Micros};
 use crate::window::{Window, MAX_WINDOW_START};
 
@@ -130,6 +130,7 @@ impl SlidingCounter {
 impl Limiter for SlidingCounter {
     type State<'a> = WindowPair;
     type Change = WindowPair;
+    type Refund = WindowPair;
 
     fn limit(&self) -> u64 {
         self.limit
@@ -187,5 +188,27 @@ impl Limiter for SlidingCounter {
                 expires_at: now.saturating_add(reset),
             }),
         }
+    }
+
+    /// `quantity` comes off the current window's count, and what it lacks
+    /// off the previous one's, floored at 0.
+    fn refund(&self, state: Option<&WindowPair>, now: Instant, quantity: u64) -> Refunded<WindowPair> {
+        let (start, prev, cur) = self.counts_at(state, now);
+        let from_current = quantity.min(cur);
+        let from_previous = (quantity - from_current).min(prev);
+        let (previous, current) = (prev - from_previous, cur - from_current);
+        let after = if quantity == 0 || prev + cur == 0 || start > MAX_WINDOW_START {
+            // Nothing to give back (or a window beyond what can be stored).
+            After::Same
+        } else if previous + current == 0 {
+            After::Rested
+        } else {
+            After::State(WindowPair {
+                start,
+                previous,
+                current,
+            })
+        };
+        refunded(self, state, now, after)
     }
 }

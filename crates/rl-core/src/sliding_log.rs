@@ -11,7 +11,7 @@
 use crate::bounds::MAX_LIMIT;
 use crate::decision::{Decision, RetryAfter};
 use crate::error::{in_range, ParamError};
-use crate::limiter::{Limiter, Outcome, Update};
+use crate::limiter::{Giveback, Limiter, Outcome, Refunded, Update};
 use crate::time::{Instant, Micros};
 use crate::window::Window;
 
@@ -96,6 +96,13 @@ pub struct Append {
     pub keep: u64,
 }
 
+/// What a refund removes: the `newest` entries of the log (all of them in
+/// the window, and each the newest left).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Shed {
+    pub newest: u64,
+}
+
 impl SlidingLog {
     /// `limit` 1 ..= 10^9 (the module caps it lower: memory grows with it),
     /// `window_micros` 1 ..= 10^15.
@@ -111,11 +118,39 @@ impl SlidingLog {
     fn until_out(&self, now: Instant, at: u64) -> Micros {
         Window::until(now, u128::from(at) + self.window.micros())
     }
+
+    /// Entries of `log` in the window at `now`: those later than `now - W`
+    /// (entries "from the future", after the clock stepped back, count too).
+    fn in_window(&self, log: &LogView<'_>, now: Instant) -> u64 {
+        let horizon = u128::from(now.as_micros()).checked_sub(self.window.micros());
+        let n = match horizon {
+            Some(h) => log.count_later_than(h),
+            None => log.len(),
+        };
+        u64::try_from(n).unwrap_or(u64::MAX)
+    }
+
+    /// A query's decision on a log of `n` entries of which the newest
+    /// `in_window` are in the window: `remaining`, and `reset` from the
+    /// newest one.
+    fn query(&self, log: &LogView<'_>, now: Instant, n: usize, in_window: u64) -> Decision {
+        let newest = n.checked_sub(1).map(|i| log.get(i));
+        Decision {
+            blocked: false,
+            limit: self.limit,
+            remaining: self.limit.saturating_sub(in_window),
+            retry_after: RetryAfter::Allowed,
+            reset: newest
+                .filter(|_| in_window > 0)
+                .map_or(Micros::ZERO, |t| self.until_out(now, t)),
+        }
+    }
 }
 
 impl Limiter for SlidingLog {
     type State<'a> = LogView<'a>;
     type Change = Append;
+    type Refund = Shed;
 
     fn limit(&self) -> u64 {
         self.limit
@@ -129,23 +164,8 @@ impl Limiter for SlidingLog {
         let log = state.unwrap_or(&empty);
         let n = log.len();
         let newest = n.checked_sub(1).map(|i| log.get(i));
-        // Entries later than now - W are in the window (entries "from the
-        // future", after the clock stepped back, count too).
-        let horizon = u128::from(now.as_micros()).checked_sub(self.window.micros());
-        let in_window = match horizon {
-            Some(h) => log.count_later_than(h),
-            None => n,
-        };
-        let in_window = u64::try_from(in_window).unwrap_or(u64::MAX);
-        let mut decision = Decision {
-            blocked: false,
-            limit: self.limit,
-            remaining: self.limit.saturating_sub(in_window),
-            retry_after: RetryAfter::Allowed,
-            reset: newest
-                .filter(|_| in_window > 0)
-                .map_or(Micros::ZERO, |t| self.until_out(now, t)),
-        };
+        let in_window = self.in_window(log, now);
+        let mut decision = self.query(log, now, n, in_window);
         if let Some(done) = Outcome::settled(decision, quantity) {
             return done;
         }
@@ -180,6 +200,33 @@ impl Limiter for SlidingLog {
                 expires_at: now.saturating_add(reset),
             }),
         }
+    }
+
+    /// The newest `min(quantity, in window)` entries are removed.
+    fn refund(&self, state: Option<&LogView<'_>>, now: Instant, quantity: u64) -> Refunded<Shed> {
+        let Some(log) = state else {
+            return Refunded {
+                decision: self.check(None, now, 0).decision,
+                giveback: Giveback::Nothing,
+            };
+        };
+        let n = log.len();
+        let in_window = self.in_window(log, now);
+        let shed = quantity.min(in_window);
+        // At most `n` entries are shed, so the rest is a valid count.
+        let left = n - usize::try_from(shed).unwrap_or(n);
+        let decision = self.query(log, now, left, in_window - shed);
+        let giveback = if shed == 0 {
+            Giveback::Nothing
+        } else if shed == in_window {
+            Giveback::Rested
+        } else {
+            Giveback::Store(Update {
+                change: Shed { newest: shed },
+                expires_at: now.saturating_add(decision.reset),
+            })
+        };
+        Refunded { decision, giveback }
     }
 }
 

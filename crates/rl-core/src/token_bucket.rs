@@ -10,7 +10,7 @@
 use crate::bounds::{MAX_LIMIT, MAX_PERIOD_MICROS};
 use crate::decision::{Decision, RetryAfter};
 use crate::error::{in_range, ParamError};
-use crate::limiter::{Limiter, Outcome, Update};
+use crate::limiter::{refunded, After, Limiter, Outcome, Refunded, Update};
 use crate::time::{div, div_ceil, gcd, rescale, Instant, Micros, Round};
 
 /// Validated token-bucket parameters.
@@ -127,6 +127,7 @@ impl TokenBucket {
 impl Limiter for TokenBucket {
     type State<'a> = Tokens;
     type Change = Tokens;
+    type Refund = Tokens;
 
     fn limit(&self) -> u64 {
         self.capacity
@@ -168,5 +169,33 @@ impl Limiter for TokenBucket {
                 expires_at: now.saturating_add(reset),
             }),
         }
+    }
+
+    /// The level after refill, plus `quantity` tokens, capped at
+    /// `capacity`. After the clock stepped back behind the last update, the
+    /// tokens are added at that update's instant (the refill "owed" until
+    /// then stays owed).
+    fn refund(&self, state: Option<&Tokens>, now: Instant, quantity: u64) -> Refunded<Tokens> {
+        let full = self.full();
+        let after = match state {
+            Some(s) if quantity > 0 => {
+                let at = now.max(s.updated_at);
+                // Not negative at or after the last update.
+                let level = u128::try_from(self.level_at(state, at)).unwrap_or(0);
+                // At most 10^24 + 2^64 * 10^15 grains: no overflow.
+                let added = level + u128::from(quantity) * u128::from(self.grains_per_token);
+                match added.min(full) {
+                    _ if level >= full => After::Same,
+                    l if l == full && at == now => After::Rested,
+                    l => After::State(Tokens {
+                        level: l,
+                        grains_per_token: self.grains_per_token,
+                        updated_at: at,
+                    }),
+                }
+            }
+            _ => After::Same,
+        };
+        refunded(self, state, now, after)
     }
 }

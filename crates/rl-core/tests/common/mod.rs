@@ -3,8 +3,8 @@
 #![allow(dead_code)]
 
 use rl_core::{
-    Decision, FixedWindow, Gcra, Instant, Limiter, LogView, RetryAfter, SlidingCounter, SlidingLog, TimeUnit,
-    TokenBucket,
+    Decision, FixedWindow, Gcra, Giveback, Instant, Limiter, LogView, RetryAfter, SlidingCounter, SlidingLog,
+    TimeUnit, TokenBucket,
 };
 
 /// How a test keeps a limiter's state between calls.
@@ -12,6 +12,8 @@ pub trait Stored: Limiter + Sized {
     type Owned: Default + Clone;
     fn view(owned: &Self::Owned) -> Option<Self::State<'_>>;
     fn apply(owned: &mut Self::Owned, change: Self::Change);
+    /// Store what a refund changes.
+    fn apply_refund(owned: &mut Self::Owned, refund: Self::Refund);
 }
 
 macro_rules! whole_state {
@@ -23,6 +25,9 @@ macro_rules! whole_state {
             }
             fn apply(owned: &mut Self::Owned, change: Self::Change) {
                 *owned = Some(change);
+            }
+            fn apply_refund(owned: &mut Self::Owned, refund: Self::Refund) {
+                *owned = Some(refund);
             }
         }
     )*};
@@ -47,6 +52,10 @@ impl Stored for SlidingLog {
         if owned.len() > keep {
             owned.drain(..owned.len() - keep);
         }
+    }
+    fn apply_refund(owned: &mut Vec<u8>, shed: rl_core::Shed) {
+        let newest = usize::try_from(shed.newest).unwrap() * 8;
+        owned.truncate(owned.len() - newest);
     }
 }
 
@@ -74,6 +83,25 @@ impl<L: Stored> Driver<L> {
             L::apply(&mut self.state, update.change);
         }
         out.decision
+    }
+
+    /// A refund of `quantity` at `now_micros`; stores what it changes (a
+    /// rested limiter loses its state, as the module deletes its key).
+    pub fn refund(&mut self, now_micros: u64, quantity: u64) -> (Decision, Giveback<L::Refund>)
+    where
+        L::Refund: Clone,
+    {
+        let out = self.limiter.refund(
+            L::view(&self.state).as_ref(),
+            Instant::from_micros(now_micros),
+            quantity,
+        );
+        match out.giveback.clone() {
+            Giveback::Nothing => {}
+            Giveback::Rested => self.state = L::Owned::default(),
+            Giveback::Store(update) => L::apply_refund(&mut self.state, update.change),
+        }
+        (out.decision, out.giveback)
     }
 
     /// One call, as the five integers of the reply.
