@@ -1,7 +1,7 @@
 //! `RL.ALL`: several limits, one decision.
 //!
 //! ```text
-//! RL.ALL numkeys key [key ...] algorithm params [algorithm params ...] [quantity] [MS] [PEEK]
+//! RL.ALL numkeys key [key ...] algorithm params [algorithm params ...] [quantity] [MS] [PEEK] [REFUND]
 //! ```
 //!
 //! Every limit is judged at one instant, each exactly as its own command
@@ -10,7 +10,7 @@
 //! write it). The reply is the binding limit's five integers and its
 //! position.
 
-use crate::args::{self, Options};
+use crate::args::{self, Accepts, Options};
 use crate::error::{printable, CommandError};
 use crate::rate::{Judged, Rate};
 use crate::registry::{self, Kind, Row};
@@ -63,7 +63,13 @@ pub fn command<S: Keyspace>(
             }
         }
     }
-    Ok(Reply::six(&decision, options.unit, binding as i64 + 1))
+    let reply = Reply::six(&decision, options.unit, binding as i64 + 1);
+    if options.refund {
+        let written = judged.iter().any(|(_, j)| j.write.is_some());
+        crate::rate::count_refund(row, &options, written);
+        return Ok(reply.refund());
+    }
+    Ok(reply)
 }
 
 /// Where the keys are: `numkeys` of them after `numkeys`, as many as there
@@ -109,7 +115,7 @@ fn parse<'a>(row: &Row, args: &'a [&'a [u8]]) -> Result<(Few<Limit<'a>>, Options
         limits.push(Limit { row, rate, params });
         at += 1 + count;
     }
-    let options = args::options(&args[at..])?;
+    let options = args::options(&args[at..], Accepts::MsPeekRefund)?;
     Ok((limits, options))
 }
 

@@ -72,6 +72,17 @@ pub struct Options {
     pub unit: TimeUnit,
     /// Answer without changing anything.
     pub peek: bool,
+    /// Give `quantity` units back instead of taking them.
+    pub refund: bool,
+}
+
+/// The options a command takes after its quantity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accepts {
+    /// `MS` and `PEEK` (`RL.CONCURRENCY`).
+    MsPeek,
+    /// `MS`, `PEEK` and `REFUND` (the rate commands, `RL.ALL`).
+    MsPeekRefund,
 }
 
 /// Parse a decimal integer exactly as Redis does (`string2ll`): optional `-`,
@@ -148,32 +159,34 @@ fn parse_general(bytes: &[u8], name: &'static str, min: u64, max: u64) -> Result
     }
 }
 
-/// `name key p1..pN [quantity] [MS] [PEEK]`: the `n` positional parameters
-/// after the key (still unparsed) and the options after them.
+/// `name key p1..pN [quantity] [MS] [PEEK] [REFUND]`: the `n` positional
+/// parameters after the key (still unparsed) and the options after them.
 #[inline(always)]
 pub fn after_key<'a>(
     command: &'static str,
     args: &'a [&'a [u8]],
     n: usize,
+    accepts: Accepts,
 ) -> Result<(&'a [&'a [u8]], Options), CommandError> {
     let arity = CommandError::WrongArity { command };
     let [_, _, rest @ ..] = args else {
         return Err(arity);
     };
     let (positional, tail) = rest.split_at_checked(n).ok_or(arity)?;
-    Ok((positional, options(tail)?))
+    Ok((positional, options(tail, accepts)?))
 }
 
-/// `[quantity] [MS] [PEEK]`: the arguments after a command's parameters.
-/// Options may come in any order and may repeat; `quantity`, when present,
-/// comes first: a first token that does not start with a letter is meant as
-/// the quantity.
+/// `[quantity] [MS] [PEEK] [REFUND]`: the arguments after a command's
+/// parameters. Options may come in any order and may repeat; `quantity`,
+/// when present, comes first: a first token that does not start with a
+/// letter is meant as the quantity.
 #[inline(always)]
-pub fn options(args: &[&[u8]]) -> Result<Options, CommandError> {
+pub fn options(args: &[&[u8]], accepts: Accepts) -> Result<Options, CommandError> {
     let mut options = Options {
         quantity: 1,
         unit: TimeUnit::Seconds,
         peek: false,
+        refund: false,
     };
     let mut rest = args;
     if let Some((first, tail)) = args.split_first() {
@@ -187,10 +200,15 @@ pub fn options(args: &[&[u8]]) -> Result<Options, CommandError> {
             options.unit = TimeUnit::Millis;
         } else if token.eq_ignore_ascii_case(b"PEEK") {
             options.peek = true;
+        } else if accepts == Accepts::MsPeekRefund && token.eq_ignore_ascii_case(b"REFUND") {
+            options.refund = true;
         } else {
             return Err(CommandError::UnknownOption {
                 token: printable(token),
-                expected: "MS or PEEK",
+                expected: match accepts {
+                    Accepts::MsPeek => "MS or PEEK",
+                    Accepts::MsPeekRefund => "MS, PEEK or REFUND",
+                },
             });
         }
     }
@@ -320,7 +338,7 @@ mod tests {
         let (positional, rest) = args
             .split_at_checked(N)
             .ok_or(CommandError::WrongArity { command })?;
-        let options = options(rest)?;
+        let options = options(rest, Accepts::MsPeekRefund)?;
         Ok((params(command, spec, positional, options.unit)?, options))
     }
 
@@ -331,20 +349,49 @@ mod tests {
 
     #[test]
     fn quantity_and_options_in_any_order() {
-        let opts = |quantity, unit, peek| Options { quantity, unit, peek };
+        let opts = |quantity, unit, peek, refund| Options {
+            quantity,
+            unit,
+            peek,
+            refund,
+        };
         assert_eq!(
             p(&["10", "60"]),
-            Ok(([10, 60_000_000], opts(1, TimeUnit::Seconds, false)))
+            Ok(([10, 60_000_000], opts(1, TimeUnit::Seconds, false, false)))
         );
         assert_eq!(
             p(&["10", "60", "3", "peek", "Ms"]),
-            Ok(([10, 60_000], opts(3, TimeUnit::Millis, true)))
+            Ok(([10, 60_000], opts(3, TimeUnit::Millis, true, false)))
         );
         assert_eq!(
             p(&["10", "60", "MS", "PEEK", "ms"]),
-            Ok(([10, 60_000], opts(1, TimeUnit::Millis, true)))
+            Ok(([10, 60_000], opts(1, TimeUnit::Millis, true, false)))
+        );
+        assert_eq!(
+            p(&["10", "60", "2", "refund", "MS", "Refund"]),
+            Ok(([10, 60_000], opts(2, TimeUnit::Millis, false, true)))
         );
         assert_eq!(p(&["10", "60", "0"]).unwrap().1.quantity, 0);
+    }
+
+    #[test]
+    fn refund_only_where_accepted() {
+        let tokens: [&[u8]; 2] = [b"2", b"REFUND"];
+        assert!(options(&tokens, Accepts::MsPeekRefund).unwrap().refund);
+        assert_eq!(
+            options(&tokens, Accepts::MsPeek),
+            Err(CommandError::UnknownOption {
+                token: "REFUND".into(),
+                expected: "MS or PEEK"
+            })
+        );
+        assert_eq!(
+            options(&[b"FAST"], Accepts::MsPeekRefund),
+            Err(CommandError::UnknownOption {
+                token: "FAST".into(),
+                expected: "MS, PEEK or REFUND"
+            })
+        );
     }
 
     #[test]
@@ -408,14 +455,14 @@ mod tests {
             p(&["1", "1", "PEKK"]),
             Err(CommandError::UnknownOption {
                 token: "PEKK".into(),
-                expected: "MS or PEEK"
+                expected: "MS, PEEK or REFUND"
             })
         );
         assert_eq!(
             p(&["1", "1", "MS", "5"]),
             Err(CommandError::UnknownOption {
                 token: "5".into(),
-                expected: "MS or PEEK"
+                expected: "MS, PEEK or REFUND"
             })
         );
         assert!(matches!(

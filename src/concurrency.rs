@@ -8,7 +8,7 @@
 //! RL.RENEW       key lease timeout [MS]
 //! ```
 
-use crate::args::{self, number, Param};
+use crate::args::{self, number, Accepts, Param};
 use crate::codec::concurrency::{decode, plan, LeaseView};
 use crate::error::{printable, CommandError};
 use crate::registry::{self, Row};
@@ -76,7 +76,7 @@ pub fn acquire<S: Keyspace>(
     now: Instant,
     keys: &S,
 ) -> Result<Reply, CommandError> {
-    let (numbers, options) = args::after_key(row.name, args, params.len())?;
+    let (numbers, options) = args::after_key(row.name, args, params.len(), Accepts::MsPeek)?;
     let [limit, timeout] = args::params(row.name, params, numbers, options.unit)?;
     let limiter = Concurrency::new(limit, timeout)
         .map_err(|ParamError::OutOfRange { name, min, max }| CommandError::BadNumber { name, min, max })?;

@@ -2,7 +2,7 @@
 //! hints, built from the registry (the server's structures are filled from
 //! it when the module loads).
 
-use crate::args::Param;
+use crate::args::{Accepts, Param};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArgKind {
@@ -79,13 +79,17 @@ pub fn params(params: &[Param]) -> impl Iterator<Item = DocArg> + '_ {
     params.iter().map(|p| DocArg::integer(p.name))
 }
 
-/// `[quantity] [MS] [PEEK]`.
-pub fn options() -> [DocArg; 3] {
-    [
+/// `[quantity] [MS] [PEEK]`, and `[REFUND]` where the command accepts it.
+pub fn options(accepts: Accepts) -> Vec<DocArg> {
+    let mut options = vec![
         DocArg::integer("quantity").optional(),
         DocArg::option("MS", "ms"),
         DocArg::option("PEEK", "peek"),
-    ]
+    ];
+    if accepts == Accepts::MsPeekRefund {
+        options.push(DocArg::option("REFUND", "refund"));
+    }
+    options
 }
 
 /// A group of arguments, introduced by `token` when there is one.
@@ -105,10 +109,11 @@ pub fn one_of(name: &'static str, alternatives: Vec<DocArg>) -> DocArg {
     }
 }
 
-/// `key params... [quantity] [MS] [PEEK]`, the grammar of a rate command.
-pub fn rate(spec: &[Param]) -> Vec<DocArg> {
+/// `key params... [quantity] [MS] [PEEK] [REFUND]`, the grammar of a rate
+/// command (without `REFUND` for `RL.CONCURRENCY`).
+pub fn rate(spec: &[Param], accepts: Accepts) -> Vec<DocArg> {
     std::iter::once(DocArg::key("key"))
         .chain(params(spec))
-        .chain(options())
+        .chain(options(accepts))
         .collect()
 }

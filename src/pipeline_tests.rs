@@ -156,7 +156,7 @@ fn argument_errors_touch_nothing() {
         ),
         (
             &["RL.FIXED", "k", "1", "1", "FAST"],
-            "ERR syntax error: unknown option 'FAST' (expected MS or PEEK)",
+            "ERR syntax error: unknown option 'FAST' (expected MS, PEEK or REFUND)",
         ),
         (
             &["RL.SLIDING_LOG", "k", "10001", "1"],
@@ -420,7 +420,7 @@ fn all_errors_name_the_limit_and_change_nothing() {
             &["RL.ALL", "1", "ok", "SLIDING_LOG", "10001", "1"],
             "ERR limit 1 (SLIDING_LOG): limit must be an integer from 1 to 10000",
         ),
-        (&["RL.ALL", "1", "ok", "FIXED", "5", "60", "FAST"], "ERR syntax error: unknown option 'FAST' (expected MS or PEEK)"),
+        (&["RL.ALL", "1", "ok", "FIXED", "5", "60", "FAST"], "ERR syntax error: unknown option 'FAST' (expected MS, PEEK or REFUND)"),
         (&["RL.ALL", "1", "ok", "FIXED", "5", "60", "-1"], "ERR quantity must be an integer from 0 to 1000000000"),
         (
             &["RL.ALL", "2", "ok", "list", "FIXED", "5", "60", "FIXED", "5", "60"],
@@ -591,4 +591,195 @@ fn lease_errors_change_nothing() {
         assert_eq!(*m.keys.borrow(), before, "{args:?}");
         assert!(m.take_replicated().is_empty(), "{args:?}");
     }
+}
+
+/// A refund's answer: the integers of a query after it.
+fn refund(memory: &mut Memory, now: u64, args: &[&str]) -> Vec<i64> {
+    match call(memory, now, args) {
+        Ok(Reply::Refund { fields, len }) => fields[..len].to_vec(),
+        other => panic!("{args:?}: {other:?}"),
+    }
+}
+
+/// `args` with options appended.
+fn with<'a>(args: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    args.iter().chain(extra).copied().collect()
+}
+
+#[test]
+fn a_refund_gives_back_units_and_answers_a_query() {
+    let gcra = ["RL.GCRA", "g", "4", "1", "60"];
+    let cases: [(&[&str], [i64; 5], [i64; 5]); 5] = [
+        // (command, after taking 3, after refunding 2)
+        (&gcra, [0, 5, 2, -1, 180], [0, 5, 4, -1, 60]),
+        (
+            &["RL.TOKEN_BUCKET", "k", "5", "1", "60"],
+            [0, 5, 2, -1, 180],
+            [0, 5, 4, -1, 60],
+        ),
+        (
+            &["RL.FIXED", "k", "5", "60"],
+            [0, 5, 2, -1, 20],
+            [0, 5, 4, -1, 20],
+        ),
+        (
+            &["RL.SLIDING_LOG", "k", "5", "60"],
+            [0, 5, 2, -1, 60],
+            [0, 5, 4, -1, 60],
+        ),
+        (
+            &["RL.SLIDING_COUNTER", "k", "5", "60"],
+            [0, 5, 2, -1, 80],
+            [0, 5, 4, -1, 80],
+        ),
+    ];
+    for (command, taken, refunded) in cases {
+        let mut m = Memory::default();
+        // 40 s into a minute: the windows end in 20 s.
+        let now = T0 + 40 * SEC;
+        assert_eq!(five(&mut m, now, &with(command, &["3"])), taken, "{command:?}");
+        m.take_replicated();
+        let answer = refund(&mut m, now, &with(command, &["2", "REFUND"]));
+        assert_eq!(answer, refunded, "{command:?}");
+        // The state is written and replicated as after a consumption of one.
+        let replicated = m.take_replicated();
+        assert_eq!(replicated.len(), 1, "{command:?}: {replicated:?}");
+        assert!(
+            replicated[0].starts_with(&format!("SET {} ", command[1])),
+            "{replicated:?}"
+        );
+        assert_eq!(five(&mut m, now, &with(command, &["0"])), refunded, "{command:?}");
+    }
+}
+
+#[test]
+fn a_refund_to_rested_deletes_the_key() {
+    for command in EVERY_COMMAND {
+        let mut m = Memory::default();
+        five(&mut m, T0, &with(command, &["2"]));
+        m.take_replicated();
+        // More than was taken: floored at rested, and the key goes.
+        let answer = refund(&mut m, T0, &with(command, &["3", "REFUND"]));
+        assert_eq!(answer, [0, 5, 5, -1, 0], "{command:?}");
+        assert_eq!(m.get(b"k"), None, "{command:?}");
+        assert_eq!(m.take_replicated(), ["DEL k"], "{command:?}");
+    }
+}
+
+#[test]
+fn a_refund_that_changes_nothing_writes_nothing() {
+    for command in EVERY_COMMAND {
+        let mut m = Memory::default();
+        // No key: a refund never creates one.
+        assert_eq!(refund(&mut m, T0, &with(command, &["REFUND"])), [0, 5, 5, -1, 0]);
+        assert_eq!(m.get(b"k"), None, "{command:?}");
+        five(&mut m, T0, &with(command, &["2"]));
+        m.take_replicated();
+        let before = m.get(b"k");
+        // A query, PEEK, and a limiter that has rested since.
+        let peeked = refund(&mut m, T0, &with(command, &["2", "PEEK", "REFUND"]));
+        assert_eq!(
+            peeked,
+            [0, 5, 5, -1, 0],
+            "{command:?}: PEEK answers as the refund would"
+        );
+        refund(&mut m, T0, &with(command, &["0", "REFUND"]));
+        refund(&mut m, T0 + 3600 * SEC, &with(command, &["1", "REFUND"]));
+        assert_eq!(m.get(b"k"), before, "{command:?}");
+        assert!(m.take_replicated().is_empty(), "{command:?}");
+    }
+}
+
+#[test]
+fn the_sliding_counter_refunds_the_current_window_then_the_previous() {
+    let mut m = Memory::default();
+    let counter = ["RL.SLIDING_COUNTER", "c", "10", "60"];
+    let start = T0; // a minute boundary
+    five(&mut m, start + 10 * SEC, &with(&counter, &["6"]));
+    // Next window, 30 s in: the 6 weigh 3; 2 more now.
+    five(&mut m, start + 90 * SEC, &with(&counter, &["2"]));
+    // Refund 4: 2 from the current window, 2 from the previous (4 left,
+    // weighing 2): 10 - 2 = 8 remaining.
+    let answer = refund(&mut m, start + 90 * SEC, &with(&counter, &["4", "REFUND"]));
+    assert_eq!(answer, [0, 10, 8, -1, 30]);
+}
+
+#[test]
+fn a_long_sliding_log_refund_is_patched_in_place() {
+    let mut m = Memory::default();
+    let log = ["RL.SLIDING_LOG", "log", "10", "10"];
+    // One unit a second in a 10-second window: a full ring of 10 (85
+    // bytes) that has turned: entries at 3..12 s, the oldest in slot 3.
+    for i in 0..13 {
+        assert_eq!(five(&mut m, T0 + i * SEC, &log)[0], 0);
+    }
+    let at = T0 + 14 * SEC; // entries 5..12 s are in the window
+    m.take_replicated();
+    let answer = refund(&mut m, at, &with(&log, &["2", "REFUND"]));
+    // The entries at 11 and 12 s go: 6 left (2 remaining + the 2 given
+    // back); the newest left, at 10 s, leaves the window in 6 s.
+    assert_eq!(answer, [0, 10, 4, -1, 6]);
+    // The freed slots (1 and 2, just before the oldest) take an instant out
+    // of the window and become the oldest: patched in place, with the
+    // header, as a consumption is.
+    assert_eq!(
+        m.take_replicated()
+            .iter()
+            .map(|c| c.split(' ').take(3).collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>(),
+        [
+            "SETRANGE log 13",
+            "SETRANGE log 0",
+            &format!("PEXPIREAT log {}", (T0 + 20 * SEC) / 1000)
+        ]
+    );
+    let Some(Value::String(value)) = m.get(b"log").map(|e| e.value) else {
+        panic!("no log");
+    };
+    assert_eq!((value.len(), &value[1..5]), (85, &1u32.to_le_bytes()[..]));
+    // The log answers as one of the remaining entries: four more fit now,
+    // a fifth when the oldest counted one (5 s) leaves, at 15 s.
+    assert_eq!(five(&mut m, at, &with(&log, &["4"])), [0, 10, 0, -1, 10]);
+    assert_eq!(five(&mut m, at, &log), [1, 10, 0, 1, 10]);
+}
+
+#[test]
+fn all_refunds_every_limit() {
+    let mut m = Memory::default();
+    let all = [
+        "RL.ALL",
+        "2",
+        "{u}:a",
+        "{u}:b",
+        "FIXED",
+        "5",
+        "60",
+        "SLIDING_LOG",
+        "3",
+        "60",
+    ];
+    let now = T0 + 40 * SEC;
+    assert_eq!(six(&mut m, now, &with(&all, &["2"])), [0, 3, 1, -1, 60, 2]);
+    m.take_replicated();
+    // One back to each: the log (2 remaining) still binds.
+    let answer = refund(&mut m, now, &with(&all, &["1", "REFUND"]));
+    assert_eq!(answer, [0, 3, 2, -1, 60, 2]);
+    assert_eq!(m.take_replicated().len(), 2);
+    // More than is held: both rest, both keys go.
+    let answer = refund(&mut m, now, &with(&all, &["5", "REFUND"]));
+    assert_eq!(answer, [0, 3, 3, -1, 0, 2]);
+    assert_eq!(m.take_replicated(), ["DEL {u}:a", "DEL {u}:b"]);
+    assert_eq!((m.get(b"{u}:a"), m.get(b"{u}:b")), (None, None));
+}
+
+#[test]
+fn refund_is_not_an_option_of_the_leases_or_cl_throttle() {
+    let mut m = Memory::default();
+    assert_eq!(
+        call(&mut m, T0, &["RL.CONCURRENCY", "j", "3", "60", "REFUND"])
+            .unwrap_err()
+            .to_string(),
+        "ERR syntax error: unknown option 'REFUND' (expected MS or PEEK)"
+    );
+    assert!(m.get(b"j").is_none());
 }

@@ -2,14 +2,14 @@
 //! decision, at most one write, the reply out. The five algorithms differ
 //! only in their parameter table, core limiter and codec.
 
-use crate::args::{self, Options, Param};
+use crate::args::{self, Accepts, Options, Param};
 use crate::codec::Codec;
 use crate::error::{printable, CommandError};
 use crate::registry::Row;
 use crate::reply::Reply;
 use crate::stats::Field;
 use crate::store::{Content, Key, Keyspace, Write};
-use rl_core::{Decision, Instant, Limiter, ParamError};
+use rl_core::{Decision, Giveback, Instant, Limiter, ParamError};
 
 /// A rate algorithm as a command: its parameters, and how they build its
 /// limiter (the builder takes exactly as many numbers as the table names:
@@ -79,7 +79,7 @@ pub fn command<S: Keyspace>(
     now: Instant,
     keys: &S,
 ) -> Result<Reply, CommandError> {
-    let (params, options) = args::after_key(row.name, args, rate.params().len())?;
+    let (params, options) = args::after_key(row.name, args, rate.params().len(), Accepts::MsPeekRefund)?;
     let mut key = keys.open(1)?;
     let judged = rate.judge(row, params, &options, now, &mut key)?;
     if let Some(write) = &judged.write {
@@ -88,7 +88,21 @@ pub fn command<S: Keyspace>(
             row.stats.add(Field::EntriesWritten, judged.logged);
         }
     }
-    Ok(Reply::five(&judged.decision, options.unit))
+    let reply = Reply::five(&judged.decision, options.unit);
+    if options.refund {
+        count_refund(row, &options, judged.write.is_some());
+        return Ok(reply.refund());
+    }
+    Ok(reply)
+}
+
+/// Count a call with `REFUND` in `row`'s `INFO` fields: the call, and its
+/// units when it gave them back (`written`).
+pub fn count_refund(row: &Row, options: &Options, written: bool) {
+    row.stats.add(Field::Refunds, 1);
+    if written {
+        row.stats.add(Field::Refunded, options.quantity);
+    }
 }
 
 /// Decide a request on `key` with `limiter`, and plan its write.
@@ -106,6 +120,25 @@ fn judge<C: Codec>(
             Content::Other => return Err(CommandError::WrongType),
         };
         match state {
+            Ok(state) if options.refund => {
+                let refunded = limiter.refund(state.as_ref(), now, options.quantity);
+                let write = match (refunded.giveback, &state) {
+                    _ if options.peek => None,
+                    (Giveback::Nothing, _) => None,
+                    (Giveback::Rested, _) => Some(Write::Delete),
+                    (Giveback::Store(update), Some(state)) => Some(C::plan_refund(
+                        state,
+                        &update.change,
+                        update.expires_at.ceil_millis(),
+                    )),
+                    (Giveback::Store(_), None) => None,
+                };
+                return Ok(Judged {
+                    decision: refunded.decision,
+                    write,
+                    logged: 0,
+                });
+            }
             Ok(state) => {
                 let outcome = limiter.check(state.as_ref(), now, options.quantity);
                 let (write, logged) = match outcome.update {

@@ -4,7 +4,7 @@
 //! A rate algorithm is one core file, one codec file and one row here.
 
 use crate::all;
-use crate::args::{capped, Param};
+use crate::args::{capped, Accepts, Param};
 use crate::args::{duration, number};
 use crate::codec::{FixedWindowCodec, GcraCodec, SlidingCounterCodec, SlidingLogCodec, TokenBucketCodec};
 use crate::concurrency;
@@ -13,7 +13,7 @@ use crate::docs::{self, DocArg};
 use crate::error::{printable, CommandError};
 use crate::rate::{self, Algorithm, Rate};
 use crate::reply::Reply;
-use crate::stats::{Field, Stats, CALLS};
+use crate::stats::{Field, Stats, CALLS, WITH_REFUNDS};
 use crate::store::Keyspace;
 use rl_core::bounds::{MAX_BURST, MAX_LIMIT};
 use rl_core::{FixedWindow, Gcra, Instant, SlidingCounter, SlidingLog, TokenBucket};
@@ -48,7 +48,8 @@ pub enum Keys {
 
 /// How a command runs.
 pub enum Kind {
-    /// `name key params... [quantity] [MS] [PEEK]` with a rate algorithm.
+    /// `name key params... [quantity] [MS] [PEEK] [REFUND]` with a rate
+    /// algorithm.
     Rate(&'static dyn Rate),
     /// redis-cell's `CL.THROTTLE`: `RL.GCRA` with redis-cell's grammar.
     ClThrottle,
@@ -80,10 +81,10 @@ impl Row {
 
     pub fn doc_args(&self) -> Vec<DocArg> {
         match &self.kind {
-            Kind::Rate(rate) => docs::rate(rate.params()),
+            Kind::Rate(rate) => docs::rate(rate.params(), Accepts::MsPeekRefund),
             Kind::ClThrottle => {
                 // No options: the key, the parameters, the quantity.
-                let mut args = docs::rate(&GCRA.params);
+                let mut args = docs::rate(&GCRA.params, Accepts::MsPeek);
                 args.truncate(1 + GCRA.params.len() + 1);
                 args
             }
@@ -101,10 +102,10 @@ impl Row {
                     docs::one_of("limit", algorithms).multiple(),
                 ]
                 .into_iter()
-                .chain(docs::options())
+                .chain(docs::options(Accepts::MsPeekRefund))
                 .collect()
             }
-            Kind::Concurrency(params) => docs::rate(params.as_slice()),
+            Kind::Concurrency(params) => docs::rate(params.as_slice(), Accepts::MsPeek),
             Kind::Release => vec![DocArg::key("key"), DocArg::integer("lease")],
             Kind::Renew => vec![
                 DocArg::key("key"),
@@ -140,7 +141,7 @@ pub fn run<S: Keyspace>(row: &Row, args: &[&[u8]], now: Instant, keys: &S) -> Re
 
 const WRITE: &str = "write deny-oom fast";
 const CATEGORIES: &str = "write fast ratelimit";
-const RATE_STATS: &[(Field, &str)] = &CALLS;
+const RATE_STATS: &[(Field, &str)] = &WITH_REFUNDS;
 const fn always() -> bool {
     true
 }
@@ -218,10 +219,12 @@ pub static COMMANDS: [Row; 10] = [
         }),
         info: "sliding_log",
         stats: Stats::new(&[
-            CALLS[0],
-            CALLS[1],
-            CALLS[2],
-            CALLS[3],
+            WITH_REFUNDS[0],
+            WITH_REFUNDS[1],
+            WITH_REFUNDS[2],
+            WITH_REFUNDS[3],
+            WITH_REFUNDS[4],
+            WITH_REFUNDS[5],
             (Field::EntriesWritten, "entries_written"),
         ]),
         enabled: always,
@@ -317,7 +320,7 @@ pub static COMMANDS: [Row; 10] = [
         keys: Keys::First,
         kind: Kind::ClThrottle,
         info: "cl_throttle",
-        stats: Stats::new(RATE_STATS),
+        stats: Stats::new(&CALLS),
         enabled: config::cl_throttle_enabled,
     },
 ];

@@ -11,6 +11,13 @@ pub enum Reply {
     /// the lease of `RL.CONCURRENCY`).
     Six([i64; 6]),
     Integer(i64),
+    /// A refund's answer: the first `len` integers (five, or six for
+    /// `RL.ALL`), those of a query after it. `INFO` counts it as a refund,
+    /// neither allowed nor refused.
+    Refund {
+        fields: [i64; 6],
+        len: usize,
+    },
 }
 
 impl Reply {
@@ -25,12 +32,39 @@ impl Reply {
         Reply::Six([a, b, c, d, e, sixth])
     }
 
+    /// The same integers, as a refund's answer.
+    pub fn refund(self) -> Reply {
+        let mut fields = [0; 6];
+        let len = match self {
+            Reply::Five(five) => {
+                fields[..5].copy_from_slice(&five);
+                5
+            }
+            Reply::Six(six) => {
+                fields = six;
+                6
+            }
+            other => return other,
+        };
+        Reply::Refund { fields, len }
+    }
+
+    /// The integers of a five- or six-integer reply.
+    pub fn integers(&self) -> Option<&[i64]> {
+        match self {
+            Reply::Five(fields) => Some(fields),
+            Reply::Six(fields) => Some(fields),
+            Reply::Refund { fields, len } => fields.get(..*len),
+            Reply::Integer(_) => None,
+        }
+    }
+
     /// Whether the request was refused (`None` for a reply that says
-    /// neither).
+    /// neither: a refund, an integer).
     pub fn blocked(&self) -> Option<bool> {
         match self {
             Reply::Five([blocked, ..]) | Reply::Six([blocked, ..]) => Some(*blocked == 1),
-            Reply::Integer(_) => None,
+            Reply::Integer(_) | Reply::Refund { .. } => None,
         }
     }
 }

@@ -19,9 +19,13 @@ pub enum Field {
     Released,
     /// Leases given a new deadline.
     Renewed,
+    /// Calls with `REFUND` (answered: neither allowed nor refused).
+    Refunds,
+    /// Units given back by refunds that changed a limiter.
+    Refunded,
 }
 
-const FIELDS: usize = 8;
+const FIELDS: usize = 10;
 
 pub struct Stats {
     /// The fields reported, each with its name in `INFO` (after the row's
@@ -30,12 +34,22 @@ pub struct Stats {
     values: [AtomicU64; FIELDS],
 }
 
-/// The four fields of every command.
+/// The four fields of every rate command.
 pub const CALLS: [(Field, &str); 4] = [
     (Field::Calls, "calls"),
     (Field::Allowed, "allowed"),
     (Field::Refused, "refused"),
     (Field::Errors, "errors"),
+];
+
+/// The fields of the commands that take `REFUND`.
+pub const WITH_REFUNDS: [(Field, &str); 6] = [
+    CALLS[0],
+    CALLS[1],
+    CALLS[2],
+    CALLS[3],
+    (Field::Refunds, "refunds"),
+    (Field::Refunded, "refunded"),
 ];
 
 impl Stats {

@@ -257,6 +257,7 @@ fn random_token(rng: &mut Rng) -> Vec<u8> {
         b"ms",
         b"PEEK",
         b"peek",
+        b"REFUND",
         b"FIXED",
         b"fixed",
         b"GCRA",
@@ -314,10 +315,12 @@ fn random_request(rng: &mut Rng) -> Vec<Vec<u8>> {
         args.push(rng.below(8).to_string().into_bytes());
     }
     for _ in 0..rng.below(3) {
-        args.push(if rng.below(2) == 0 {
-            b"MS".to_vec()
-        } else {
-            b"PEEK".to_vec()
+        // Refunds now and then: one that rests a limiter deletes its key,
+        // which a mutated request may then claim for another algorithm.
+        args.push(match rng.below(5) {
+            0 | 1 => b"MS".to_vec(),
+            2 | 3 => b"PEEK".to_vec(),
+            _ => b"REFUND".to_vec(),
         });
     }
     for _ in 0..rng.below(4).saturating_sub(1) {
@@ -333,9 +336,10 @@ fn random_request(rng: &mut Rng) -> Vec<Vec<u8>> {
     args
 }
 
-/// Random RL.ALL requests, each in a MULTI between DUMPs of every key: a
-/// reply is six integers obeying the reply's rules with a position among
-/// the keys; a refusal, like an error, changes no key; the server stays up.
+/// Random RL.ALL requests, refunds among them, each in a MULTI between DUMPs
+/// of every key: a reply is six integers obeying the reply's rules with a
+/// position among the keys; a refusal, like an error, changes no key, and a
+/// refund is never refused; the server stays up.
 #[test]
 fn random_requests_never_crash_or_write_when_refused() {
     let s = Server::start();
@@ -435,6 +439,14 @@ fn random_requests_never_crash_or_write_when_refused() {
                         "seed {seed}: {shown:?}: {r:?}"
                     );
                     assert!(r.limit >= 1 && r.reset >= 0, "seed {seed}: {shown:?}: {r:?}");
+                    // A refund (REFUND among the options, after the
+                    // limits) is never refused.
+                    let refund = args
+                        .iter()
+                        .rev()
+                        .take(3)
+                        .any(|a| a.eq_ignore_ascii_case(b"REFUND"));
+                    assert!(!(refund && r.blocked), "seed {seed}: {shown:?}: a refund refused");
                     if r.blocked {
                         refusals += 1;
                         assert!(unchanged, "seed {seed}: {shown:?}: a refusal changed a key");

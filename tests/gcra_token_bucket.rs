@@ -468,11 +468,11 @@ fn argument_errors_name_the_argument() {
         ),
         (
             &["RL.GCRA", "k", "1", "1", "1", "MSS"],
-            "ERR syntax error: unknown option 'MSS' (expected MS or PEEK)",
+            "ERR syntax error: unknown option 'MSS' (expected MS, PEEK or REFUND)",
         ),
         (
             &["RL.GCRA", "k", "1", "1", "1", "1", "MS", "2"],
-            "ERR syntax error: unknown option '2' (expected MS or PEEK)",
+            "ERR syntax error: unknown option '2' (expected MS, PEEK or REFUND)",
         ),
         (
             &["RL.TOKEN_BUCKET", "k", "0", "1", "1"],
@@ -504,7 +504,7 @@ fn argument_errors_name_the_argument() {
         .unwrap_err();
     assert_eq!(
         common::error_text(&e),
-        "ERR syntax error: unknown option '\\xff\\x0d\\x0a' (expected MS or PEEK)"
+        "ERR syntax error: unknown option '\\xff\\x0d\\x0a' (expected MS, PEEK or REFUND)"
     );
 }
 

@@ -70,6 +70,8 @@ fn nasty_token(rng: &mut Rng) -> Vec<u8> {
         b"PEEK",
         b"peek",
         b"PEEKK",
+        b"REFUND",
+        b"refunds",
         b"MSS",
         b"M",
         b"PEE",
@@ -118,7 +120,8 @@ fn random_vector(rng: &mut Rng, sample: &Sample, leases: &[i64]) -> Vec<Vec<u8>>
     }
     let options: &[&[u8]] = match sample.grammar {
         Grammar::LeaseOp => &[b"MS", b"ms"],
-        _ => &[b"MS", b"ms", b"PEEK", b"peek"],
+        // REFUND too for leases: an error there, which must change nothing.
+        _ => &[b"MS", b"ms", b"PEEK", b"peek", b"REFUND", b"Refund"],
     };
     if sample.grammar != Grammar::LeaseOp && rng.below(2) == 0 {
         args.push((rng.next() % 25).to_string().into_bytes());
@@ -199,6 +202,11 @@ fn check_reply(args: &[Vec<u8>], reply: &Value) -> Option<i64> {
             "{args:?}: {r:?} lease {lease}"
         );
         assert!(lease >= 0, "{args:?}: {lease}");
+    }
+    // A refund is never refused.
+    let options = args.get(2 + sample.params.len()..).unwrap_or_default();
+    if options.iter().any(|a| a.eq_ignore_ascii_case(b"REFUND")) {
+        assert!(!r.blocked && r.retry_after == -1, "{args:?}: {r:?}");
     }
     assert!(r.limit >= 1, "{args:?}: {r:?}");
     assert!((0..=r.limit).contains(&r.remaining), "{args:?}: {r:?}");

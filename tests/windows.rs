@@ -269,7 +269,7 @@ fn argument_errors() {
         ),
         (
             &["RL.SLIDING_COUNTER", "k", "1", "1", "x"],
-            "ERR syntax error: unknown option 'x' (expected MS or PEEK)",
+            "ERR syntax error: unknown option 'x' (expected MS, PEEK or REFUND)",
         ),
         (
             &["RL.SLIDING_LOG", "k", "10001", "1"],

@@ -21,6 +21,8 @@ use rl_core::Limiter;
 pub type StateOf<'a, C> = <<C as Codec>::Limiter as Limiter>::State<'a>;
 /// The change `C`'s limiter asks to store.
 pub type ChangeOf<C> = <<C as Codec>::Limiter as Limiter>::Change;
+/// What a refund of `C`'s limiter asks to store.
+pub type RefundOf<C> = <<C as Codec>::Limiter as Limiter>::Refund;
 
 /// How one algorithm's state lives in a Redis string.
 pub trait Codec: 'static {
@@ -33,6 +35,10 @@ pub trait Codec: 'static {
     /// stored bytes are still borrowed.
     fn plan(state: Option<&StateOf<'_, Self>>, change: &ChangeOf<Self>, expire_at_ms: u64) -> Write;
 
+    /// The write that stores what a refund changes in `state` (there is
+    /// one: a refund changes nothing without a state).
+    fn plan_refund(state: &StateOf<'_, Self>, refund: &RefundOf<Self>, expire_at_ms: u64) -> Write;
+
     /// Entries this change adds to a log (for `INFO`); 0 but for the sliding log.
     fn entries_logged(_change: &ChangeOf<Self>) -> u64 {
         0
@@ -42,7 +48,7 @@ pub trait Codec: 'static {
 /// A codec that stores the whole state as one small value.
 pub trait ValueCodec: 'static {
     type Value;
-    type Limiter: for<'a> Limiter<State<'a> = Self::Value, Change = Self::Value>;
+    type Limiter: for<'a> Limiter<State<'a> = Self::Value, Change = Self::Value, Refund = Self::Value>;
     /// Whether new limiters start from equal values often enough to share
     /// one object: true for the window counters, whose first state depends
     /// only on the window.
@@ -64,6 +70,14 @@ impl<T: ValueCodec> Codec for T {
             value: T::encode(change),
             expire_at_ms,
             share: T::SHARE_NEW,
+        }
+    }
+
+    fn plan_refund(_: &T::Value, refunded: &T::Value, expire_at_ms: u64) -> Write {
+        Write::Set {
+            value: T::encode(refunded),
+            expire_at_ms,
+            share: false,
         }
     }
 }

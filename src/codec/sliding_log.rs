@@ -11,7 +11,7 @@
 use super::{ChangeOf, Codec, StateOf};
 use crate::store::{Bytes, Fill, Patches, Write};
 use rl_core::sliding_log::ENTRY_BYTES;
-use rl_core::{Append, LogView, SlidingLog};
+use rl_core::{Append, LogView, Shed, SlidingLog};
 
 pub struct SlidingLogCodec;
 
@@ -100,6 +100,46 @@ fn patch(log: &LogView<'_>, append: &Append, keep: usize, expire_at_ms: u64) -> 
     })
 }
 
+/// The log without its `shed.newest` newest entries. Past 64 bytes it is
+/// patched in place, at its length: the freed slots take an instant out of
+/// the window (no later than the oldest entry, so the log stays in order)
+/// and the ring starts at them, so they are its oldest entries and replace
+/// nothing that counts. Else, or without such an instant, it is rebuilt
+/// without them.
+fn shed(log: &LogView<'_>, shed: &Shed, expire_at_ms: u64) -> Write {
+    let n = log.len();
+    let k = usize::try_from(shed.newest).unwrap_or(n).min(n);
+    let left = n - k;
+    let filler = shed.horizon.map(|h| h.as_micros().min(log.get(0)));
+    if let Some(filler) = filler.filter(|_| !Write::replicated_whole(slot(n))) {
+        // Logical positions left..n, physically from ring slot `start` on.
+        let start = (log.oldest_slot() + left) % n;
+        let first = k.min(n - start);
+        let mut patches = Patches::default();
+        let planned = patches.push(slot(start), entries(filler, first))
+            && (k == first || patches.push(slot(0), entries(filler, k - first)))
+            && patches.push(0, Fill::bytes(header(start)));
+        if planned && patches.fit(slot(n)) {
+            return Write::Patch {
+                new_len: slot(n),
+                patches,
+                compact: false,
+                expire_at_ms,
+            };
+        }
+    }
+    let mut value = Bytes::with_capacity(slot(left));
+    value.push(&header(0));
+    for i in 0..left {
+        value.push(&log.get(i).to_le_bytes());
+    }
+    Write::Set {
+        value,
+        expire_at_ms,
+        share: false,
+    }
+}
+
 impl Codec for SlidingLogCodec {
     type Limiter = SlidingLog;
 
@@ -123,6 +163,10 @@ impl Codec for SlidingLogCodec {
                 expire_at_ms,
                 share: false,
             })
+    }
+
+    fn plan_refund(log: &LogView<'_>, refund: &Shed, expire_at_ms: u64) -> Write {
+        shed(log, refund, expire_at_ms)
     }
 
     fn entries_logged(append: &Append) -> u64 {

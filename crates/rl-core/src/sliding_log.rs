@@ -97,10 +97,14 @@ pub struct Append {
 }
 
 /// What a refund removes: the `newest` entries of the log (all of them in
-/// the window, and each the newest left).
+/// the window). `horizon`: an entry at or before this instant is out of the
+/// window, so a slot may be kept with such an instant instead of being
+/// removed (`None` when every entry counts: a clock within one window of
+/// the epoch).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Shed {
     pub newest: u64,
+    pub horizon: Option<Instant>,
 }
 
 impl SlidingLog {
@@ -122,12 +126,16 @@ impl SlidingLog {
     /// Entries of `log` in the window at `now`: those later than `now - W`
     /// (entries "from the future", after the clock stepped back, count too).
     fn in_window(&self, log: &LogView<'_>, now: Instant) -> u64 {
-        let horizon = u128::from(now.as_micros()).checked_sub(self.window.micros());
-        let n = match horizon {
+        let n = match self.horizon(now) {
             Some(h) => log.count_later_than(h),
             None => log.len(),
         };
         u64::try_from(n).unwrap_or(u64::MAX)
+    }
+
+    /// Entries at or before this instant are out of the window at `now`.
+    fn horizon(&self, now: Instant) -> Option<u128> {
+        u128::from(now.as_micros()).checked_sub(self.window.micros())
     }
 
     /// A query's decision on a log of `n` entries of which the newest
@@ -222,7 +230,10 @@ impl Limiter for SlidingLog {
             Giveback::Rested
         } else {
             Giveback::Store(Update {
-                change: Shed { newest: shed },
+                change: Shed {
+                    newest: shed,
+                    horizon: self.horizon(now).map(Window::instant),
+                },
                 expires_at: now.saturating_add(decision.reset),
             })
         };

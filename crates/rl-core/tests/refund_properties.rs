@@ -433,7 +433,10 @@ fn refunds_that_change_nothing_store_nothing() {
     assert_eq!(
         giveback,
         Giveback::Store(rl_core::Update {
-            change: rl_core::Shed { newest: 2 },
+            change: rl_core::Shed {
+                newest: 2,
+                horizon: Some(Instant::from_micros(T0 + 2_000_000 - 10_000_000)),
+            },
             expires_at: Instant::from_micros(T0 + 10_000_000),
         })
     );
