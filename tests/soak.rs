@@ -1,6 +1,7 @@
 //! Soak: many concurrent clients, many keys, short windows (MS), every
-//! rate command the module registers by default, one call in six an RL.ALL
-//! over two limits, and one in six a lease taken, renewed or released.
+//! rate command the module registers by default (some of them refunds),
+//! one call in six an RL.ALL over two limits, and one in six a lease taken,
+//! renewed or released.
 //! Afterwards, once the windows have passed, every key is gone and
 //! `used_memory` is back within a few percent of where it started.
 //!
@@ -82,12 +83,16 @@ fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
                                 .arg("MS");
                             continue;
                         }
-                        // Ten units at once, ten more per window.
+                        // Ten units at once, ten more per window; now and
+                        // then a refund of some.
                         pipe.cmd(command.name)
                             .arg(format!("{key}:{}", command.name))
                             .arg(command.rate(10, &w))
                             .arg(&q)
                             .arg("MS");
+                        if (x >> 55) % 8 == 0 {
+                            pipe.arg("REFUND");
+                        }
                     }
                     let replies: Vec<redis::Value> = pipe.query(&mut con).unwrap();
                     leases.clear();
