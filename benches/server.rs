@@ -93,6 +93,8 @@ struct Report {
 #[derive(Serialize)]
 struct PairMeasurement {
     workload: String,
+    /// The Lua workload it is measured against (empty for Lua's own).
+    versus: String,
     keys: &'static str,
     pipeline: usize,
     pairs_per_second_median: f64,
@@ -293,14 +295,19 @@ fn benchmark(port: u16, workload: &Workload, requests: u64, pipeline: u32, rando
         .unwrap_or_else(|| panic!("no result from redis-benchmark for {}: {text}", workload.name))
 }
 
-/// A lease workload: an acquire on `{key}` whose reply's sixth integer is
-/// the lease, then a release of `{lease}` on the same key.
+/// A workload of pairs: a call on `{key}` (an acquisition: its reply's
+/// last integer, positive, is the lease), then one that gives back what it
+/// took (a release of `{lease}`, or a refund) on the same key.
 struct Leases {
     name: &'static str,
     acquire: Vec<String>,
     release: Vec<String>,
     /// The command-stats entries of its commands (`cmdstat_<this>`).
     stats: Vec<&'static str>,
+    /// The Lua workload it is measured against (empty for Lua's own).
+    versus: &'static str,
+    /// What the second call must answer (its last integer), if fixed.
+    released: Option<i64>,
 }
 
 /// Connections of the lease driver, each a thread (a few, on a machine of
@@ -326,12 +333,35 @@ fn lease_workloads(server: &Server) -> Vec<Leases> {
             .unwrap()
     };
     let (acquire, release) = (load("concurrency_acquire.lua"), load("concurrency_release.lua"));
+    let (gcra, gcra_refund) = (load("gcra.lua"), load("gcra_refund.lua"));
+    // A GCRA limit of 100 (the other rows' rate) and a minute: the pairs'
+    // units are back before the next batch.
+    let gcra_params = ["99", "100", "60"];
+    let with = |head: &[&str], tail: &[&str]| strings(&[head, &gcra_params, tail].concat());
     vec![
         Leases {
             name: LEASES,
             acquire: strings(&["RL.CONCURRENCY", "{key}", LEASE_LIMIT, LEASE_TIMEOUT]),
             release: strings(&["RL.RELEASE", "{key}", "{lease}"]),
             stats: vec!["rl.concurrency", "rl.release"],
+            versus: LUA_LEASES,
+            released: Some(1),
+        },
+        Leases {
+            name: REFUNDS,
+            acquire: with(&["RL.GCRA", "{key}"], &[]),
+            release: with(&["RL.GCRA", "{key}"], &["1", "REFUND"]),
+            stats: vec!["rl.gcra"],
+            versus: LUA_REFUNDS,
+            released: None,
+        },
+        Leases {
+            name: LUA_REFUNDS,
+            acquire: with(&["EVALSHA", &gcra, "1", "{key}"], &[]),
+            release: with(&["EVALSHA", &gcra_refund, "1", "{key}"], &["1"]),
+            stats: vec!["evalsha"],
+            versus: "",
+            released: None,
         },
         Leases {
             name: LUA_LEASES,
@@ -346,12 +376,16 @@ fn lease_workloads(server: &Server) -> Vec<Leases> {
             ]),
             release: strings(&["EVALSHA", &release, "1", "{key}", "{lease}"]),
             stats: vec!["evalsha"],
+            versus: "",
+            released: Some(1),
         },
     ]
 }
 
 const LEASES: &str = "RL.CONCURRENCY + RL.RELEASE";
 const LUA_LEASES: &str = "Lua sorted set: acquire + release";
+const REFUNDS: &str = "RL.GCRA + RL.GCRA REFUND";
+const LUA_REFUNDS: &str = "Lua gcra + gcra_refund";
 
 /// One argument of a lease command, RESP-encoded once: literal bytes, or
 /// the key (followed by a suffix) or the lease, filled in per call.
@@ -432,7 +466,7 @@ fn lease_pairs(port: u16, w: &Leases, pairs: u64, pipeline: usize, random: bool,
     let started = Instant::now();
     let connections = LEASE_CONNECTIONS;
     let (acquire, release_args) = (Template::new(&w.acquire), Template::new(&w.release));
-    let (acquire, release_args) = (&acquire, &release_args);
+    let (acquire, release_args, released) = (&acquire, &release_args, w.released);
     let total: u64 = std::thread::scope(|scope| {
         let threads: Vec<_> = (0..connections)
             .map(|t| {
@@ -467,8 +501,10 @@ fn lease_pairs(port: u16, w: &Leases, pairs: u64, pipeline: usize, random: bool,
                             }
                             std::io::Write::write_all(&mut writer, &buf).unwrap();
                             for _ in 0..pipeline {
-                                let freed = read_integer_reply(&mut reader, &mut line);
-                                assert_eq!(freed, 1, "a release freed nothing");
+                                let answer = read_integer_reply(&mut reader, &mut line);
+                                if let Some(expected) = released {
+                                    assert_eq!(answer, expected, "a release freed nothing");
+                                }
                             }
                         }
                         done += pipeline as u64;
@@ -787,6 +823,7 @@ fn main() {
                 eprintln!("{keys}, pipeline {pipeline}: {}: {m:.0} pairs/s", l.name);
                 lease_pairs_report.push(PairMeasurement {
                     workload: l.name.to_string(),
+                    versus: l.versus.to_string(),
                     keys,
                     pipeline,
                     pairs_per_second_median: m,
@@ -994,12 +1031,17 @@ fn markdown(r: &Report) -> String {
     }
     // Leases: pairs per second, and instructions against the sliding log.
     if !r.lease_pairs.is_empty() {
-        s.push_str("\nLeases: acquire+release pairs (`RL.CONCURRENCY` then `RL.RELEASE` of its lease; the same on a sorted set in Lua), limit 100, 6 connections; the server's µs per pair shows its own cost (the driver, on the same two cores, limits the pairs/s):\n\n| workload | keys | pipeline | pairs/s | vs Lua | server µs/pair |\n|---|---|---|---|---|---|\n");
+        s.push_str("\nPairs: a lease taken and released (`RL.CONCURRENCY` then `RL.RELEASE` of its lease; the same on a sorted set in Lua), and a unit taken and refunded (`RL.GCRA` then `RL.GCRA .. 1 REFUND`; Lua's GCRA and a refund script), limit 100, 6 connections; the server's µs per pair shows its own cost (the driver, on the same two cores, limits the pairs/s):\n\n| workload | keys | pipeline | pairs/s | vs Lua | server µs/pair |\n|---|---|---|---|---|---|\n");
         for m in &r.lease_pairs {
+            let versus = if m.versus.is_empty() {
+                &m.workload
+            } else {
+                &m.versus
+            };
             let lua = r
                 .lease_pairs
                 .iter()
-                .find(|l| l.workload == LUA_LEASES && l.keys == m.keys && l.pipeline == m.pipeline)
+                .find(|l| &l.workload == versus && l.keys == m.keys && l.pipeline == m.pipeline)
                 .map_or(f64::NAN, |l| l.pairs_per_second_median);
             s.push_str(&format!(
                 "| {} | {} | {} | {:.0} | {:.2} | {:.2} |\n",
@@ -1012,19 +1054,39 @@ fn markdown(r: &Report) -> String {
             ));
         }
     }
-    let log = inst(format!("RL.SLIDING_LOG{LONG}"));
-    let lease_rows: Vec<_> = [ACQUIRE, RELEASE, PAIR]
-        .iter()
-        .filter_map(|part| {
-            let ours = inst(format!("{LEASES}{part}"))?;
-            let lua = inst(format!("{LUA_LEASES}{part}"))?;
-            Some((part.trim_start_matches(": "), ours, lua))
-        })
-        .collect();
-    if !lease_rows.is_empty() {
-        s.push_str("\nLeases, instructions per call (random keys, pipeline 16, 60-second timeouts), against `RL.SLIDING_LOG` at the same limit (60 s) and the Lua sorted set:\n\n| call | RL.CONCURRENCY / RL.RELEASE | vs RL.SLIDING_LOG | Lua | vs Lua |\n|---|---|---|---|---|\n");
-        for (part, ours, lua) in lease_rows {
-            let per_log = log.map_or(f64::NAN, |l| {
+    // Pairs, instructions per call: each of ours against a single command
+    // at the same limit (60 s) and its Lua counterpart.
+    for (ours_name, lua_name, reference, title) in [
+        (
+            LEASES,
+            LUA_LEASES,
+            "RL.SLIDING_LOG",
+            "Leases, instructions per call (random keys, pipeline 16, 60-second timeouts), against `RL.SLIDING_LOG` at the same limit (60 s) and the Lua sorted set",
+        ),
+        (
+            REFUNDS,
+            LUA_REFUNDS,
+            "RL.GCRA",
+            "Refunds, instructions per call (random keys, pipeline 16, a minute's period): the take, the refund right after it, against `RL.GCRA` (60 s) and Lua's GCRA and refund",
+        ),
+    ] {
+        let reference_ins = inst(format!("{reference}{LONG}"));
+        let rows: Vec<_> = [ACQUIRE, RELEASE, PAIR]
+            .iter()
+            .filter_map(|part| {
+                let ours = inst(format!("{ours_name}{part}"))?;
+                let lua = inst(format!("{lua_name}{part}"))?;
+                Some((part.trim_start_matches(": "), ours, lua))
+            })
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        s.push_str(&format!(
+            "\n{title}:\n\n| call | {ours_name} | vs {reference} | Lua | vs Lua |\n|---|---|---|---|---|\n"
+        ));
+        for (part, ours, lua) in rows {
+            let per_call = reference_ins.map_or(f64::NAN, |l| {
                 if part == "pair" {
                     ours / (2.0 * l)
                 } else {
@@ -1032,7 +1094,7 @@ fn markdown(r: &Report) -> String {
                 }
             });
             s.push_str(&format!(
-                "| {part} | {ours:.0} | {per_log:.3} | {lua:.0} | {:.3} |\n",
+                "| {part} | {ours:.0} | {per_call:.3} | {lua:.0} | {:.3} |\n",
                 ours / lua
             ));
         }
