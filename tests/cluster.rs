@@ -141,6 +141,14 @@ fn every_command_routes_and_runs_in_a_cluster() {
             .unwrap();
         assert_eq!(burst.counts(), (false, 3, 1), "{tag}");
     }
+    // A refund through the cluster: both limits get their two units back,
+    // are rested, and start again as new.
+    for tag in ["user:7", "user:8", "tenant:1"] {
+        let refunded: Vec<i64> = all(tag).arg("2").arg("REFUND").query(&mut c).unwrap();
+        assert_eq!(refunded, [0, 2, 2, -1, 0, 2], "{tag}");
+        let again: Vec<i64> = all(tag).query(&mut c).unwrap();
+        assert_eq!(again, [0, 2, 1, -1, 3600, 2], "{tag}");
+    }
     // Keys in different slots: the server refuses the command before it
     // runs (CROSSSLOT), on whichever node receives it.
     let (a, b) = ("user:1:burst", "user:2:hourly");
