@@ -12,8 +12,13 @@
 //! policies, RateLimit reports the binding one, and a refusal is a 429 with
 //! Retry-After.
 //!
+//! When the (simulated) upstream work of an admitted request fails with a
+//! 5xx (GET /fail), the handler answers 502 and gives the request's unit
+//! back to both limits with RL.ALL ... REFUND: the RateLimit header then
+//! shows the state after the refund.
+//!
 //! ```sh
-//! REDIS_PORT=6379 cargo run --example http_limiter   # serves, then calls itself 4 times
+//! REDIS_PORT=6379 cargo run --example http_limiter   # serves, then calls itself 5 times
 //! ```
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -51,11 +56,17 @@ fn policy_header() -> String {
         .join(", ")
 }
 
-/// (status, headers) for one request of this client.
+/// Units a request takes, and what a refund gives back.
+const COST: u64 = 1;
+
+/// (blocked, headers) for one request of this client. With `refund`, gives
+/// the request's units back to every limit instead of taking them (never
+/// refused; the headers show the state after the refund).
 fn rate_limit(
     con: &mut redis::Connection,
     client_id: &str,
-) -> redis::RedisResult<(u16, Vec<(String, String)>)> {
+    refund: bool,
+) -> redis::RedisResult<(bool, Vec<(String, String)>)> {
     let mut cmd = redis::cmd("RL.ALL");
     cmd.arg(POLICIES.len());
     for p in &POLICIES {
@@ -64,6 +75,10 @@ fn rate_limit(
     }
     for p in &POLICIES {
         cmd.arg(p.spec);
+    }
+    cmd.arg(COST);
+    if refund {
+        cmd.arg("REFUND");
     }
     let (blocked, _limit, remaining, retry_after, reset, position): (i64, i64, i64, i64, i64, usize) =
         cmd.query(con)?;
@@ -77,9 +92,41 @@ fn rate_limit(
     ];
     if blocked == 1 {
         headers.push(("Retry-After".to_string(), retry_after.to_string()));
-        return Ok((429, headers));
     }
-    Ok((200, headers))
+    Ok((blocked == 1, headers))
+}
+
+/// The work behind the limiter (simulated): GET /fail fails with a 502.
+fn upstream(path: &str) -> Result<&'static str, &'static str> {
+    if path == "/fail" {
+        return Err("502 Bad Gateway");
+    }
+    Ok("ok\n")
+}
+
+/// The status, body and headers of one request of this client for `path`.
+fn handle(
+    con: &mut redis::Connection,
+    client_id: &str,
+    path: &str,
+) -> (&'static str, &'static str, Vec<(String, String)>) {
+    match rate_limit(con, client_id, false) {
+        Ok((true, headers)) => ("429 Too Many Requests", "too many requests\n", headers),
+        Ok((false, headers)) => match upstream(path) {
+            Ok(body) => ("200 OK", body, headers),
+            Err(status) => {
+                // The work was not done, so the client does not pay for it:
+                // give its unit back. Refund only what this request took:
+                // nothing ties a refund to the request, so refunding units
+                // never taken would hand out free ones.
+                let headers = rate_limit(con, client_id, true)
+                    .map(|(_, h)| h)
+                    .unwrap_or_default();
+                (status, "bad gateway\n", headers)
+            }
+        },
+        Err(_) => ("503 Service Unavailable", "limiter unavailable\n", Vec::new()),
+    }
 }
 
 /// A one-request-per-connection HTTP server: enough for the example.
@@ -89,17 +136,16 @@ fn serve(listener: TcpListener, mut con: redis::Connection) {
         let mut client_id = String::from("anonymous");
         let mut reader = BufReader::new(&mut stream);
         let mut line = String::new();
+        let _ = reader.read_line(&mut line);
+        let path = line.split(' ').nth(1).unwrap_or("/").to_string();
+        line.clear();
         while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
             if let Some(value) = line.to_ascii_lowercase().strip_prefix("x-client-id:") {
                 client_id = value.trim().to_string();
             }
             line.clear();
         }
-        let (status, body, headers) = match rate_limit(&mut con, &client_id) {
-            Ok((200, headers)) => ("200 OK", "ok\n", headers),
-            Ok((_, headers)) => ("429 Too Many Requests", "too many requests\n", headers),
-            Err(_) => ("503 Service Unavailable", "limiter unavailable\n", Vec::new()),
-        };
+        let (status, body, headers) = handle(&mut con, &client_id, &path);
         let mut response = format!(
             "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n",
             body.len()
@@ -121,9 +167,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let address = listener.local_addr()?;
     std::thread::spawn(move || serve(listener, con));
 
-    for i in 0..4 {
+    for (i, path) in ["/", "/fail", "/", "/", "/"].into_iter().enumerate() {
         let mut stream = TcpStream::connect(address)?;
-        stream.write_all(b"GET / HTTP/1.1\r\nHost: example\r\nX-Client-Id: example-rust\r\n\r\n")?;
+        stream.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: example\r\nX-Client-Id: example-rust\r\n\r\n").as_bytes(),
+        )?;
         let mut response = String::new();
         stream.read_to_string(&mut response)?;
         let header = |name: &str| {
@@ -143,7 +191,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .iter()
             .filter_map(|name| header(name).map(|v| format!("{name}: {v}")))
             .collect();
-        println!("{status} {}", shown.join(" "));
+        // A 502: the upstream work failed and the handler refunded the unit.
+        let refunded = if status == "502" { " (unit refunded)" } else { "" };
+        println!("{status} {}{refunded}", shown.join(" "));
     }
     Ok(())
 }

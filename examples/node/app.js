@@ -9,8 +9,13 @@
 // policies, RateLimit reports the binding one, and a refusal is a 429 with
 // Retry-After.
 //
+// When the (simulated) upstream work of an admitted request fails with a 5xx
+// (GET /fail), the handler answers 502 and gives the request's unit back to
+// both limits with RL.ALL ... REFUND: the RateLimit header then shows the
+// state after the refund.
+//
 //   npm install
-//   REDIS_PORT=6379 node app.js      # serves, then calls itself 4 times
+//   REDIS_PORT=6379 node app.js      # serves, then calls itself 5 times
 "use strict";
 
 const http = require("node:http");
@@ -27,13 +32,18 @@ const POLICIES = [
   ["hourly", ["SLIDING_LOG", 3, 3600], 3, 3600],
 ];
 const POLICY_HEADER = POLICIES.map(([name, , quota, window]) => `"${name}";q=${quota};w=${window}`).join(", ");
+const COST = 1; // units a request takes, and what a refund gives back
 
-// [status, headers] for one request of this client.
-async function rateLimit(clientId) {
+// [blocked, headers] for one request of this client. With refund, gives the
+// request's units back to every limit instead of taking them (never refused;
+// the headers show the state after the refund).
+async function rateLimit(clientId, refund = false) {
   // One hash tag per client keeps its limiters in one Cluster slot.
   const keys = POLICIES.map(([name]) => `ratelimit:{${clientId}}:${name}`);
   const specs = POLICIES.flatMap(([, spec]) => spec);
-  const [blocked, , remaining, retryAfter, reset, position] = await redis.call("RL.ALL", keys.length, ...keys, ...specs);
+  const options = refund ? ["REFUND"] : [];
+  const reply = await redis.call("RL.ALL", keys.length, ...keys, ...specs, COST, ...options);
+  const [blocked, , remaining, retryAfter, reset, position] = reply;
   const binding = POLICIES[position - 1][0];
   const headers = {
     "RateLimit-Policy": POLICY_HEADER,
@@ -41,15 +51,48 @@ async function rateLimit(clientId) {
   };
   if (blocked) {
     headers["Retry-After"] = String(retryAfter);
-    return [429, headers];
   }
-  return [200, headers];
+  return [blocked === 1, headers];
+}
+
+// The upstream work failed with this 5xx status.
+class UpstreamError extends Error {
+  constructor(status) {
+    super(`upstream failed with ${status}`);
+    this.status = status;
+  }
+}
+
+// The work behind the limiter (simulated): GET /fail fails with a 502.
+async function upstream(path) {
+  if (path === "/fail") {
+    throw new UpstreamError(502);
+  }
+  return "ok\n";
 }
 
 const server = http.createServer(async (req, res) => {
-  const [status, headers] = await rateLimit(req.headers["x-client-id"] || req.socket.remoteAddress);
+  const clientId = req.headers["x-client-id"] || req.socket.remoteAddress;
+  let [blocked, headers] = await rateLimit(clientId);
+  let status = 429;
+  let body = "too many requests\n";
+  if (!blocked) {
+    try {
+      body = await upstream(req.url);
+      status = 200;
+    } catch (failure) {
+      if (!(failure instanceof UpstreamError)) throw failure;
+      // The work was not done, so the client does not pay for it: give its
+      // unit back. Refund only what this request took: nothing ties a refund
+      // to the request, so refunding units never taken would hand out free
+      // ones.
+      [, headers] = await rateLimit(clientId, true);
+      status = failure.status;
+      body = "bad gateway\n";
+    }
+  }
   res.writeHead(status, headers);
-  res.end(status === 200 ? "ok\n" : "too many requests\n");
+  res.end(body);
 });
 
 function get(url) {
@@ -62,9 +105,10 @@ function get(url) {
 }
 
 server.listen(0, "127.0.0.1", async () => {
-  const url = `http://127.0.0.1:${server.address().port}/`;
-  for (let i = 0; i < 4; i++) {
-    const res = await get(url);
+  const url = `http://127.0.0.1:${server.address().port}`;
+  const paths = ["/", "/fail", "/", "/", "/"];
+  for (let i = 0; i < paths.length; i++) {
+    const res = await get(url + paths[i]);
     if (i === 0) {
       console.log(`RateLimit-Policy: ${res.headers["ratelimit-policy"]}`);
     }
@@ -72,7 +116,9 @@ server.listen(0, "127.0.0.1", async () => {
       .filter((n) => res.headers[n.toLowerCase()] !== undefined)
       .map((n) => `${n}: ${res.headers[n.toLowerCase()]}`)
       .join(" ");
-    console.log(`${res.statusCode} ${shown}`);
+    // A 502: the upstream work failed and the handler refunded the unit.
+    const refunded = res.statusCode === 502 ? " (unit refunded)" : "";
+    console.log(`${res.statusCode} ${shown}${refunded}`);
   }
   server.close();
   redis.disconnect();

@@ -9,8 +9,13 @@ The reply maps onto the IETF rate-limit header fields
 policies, RateLimit reports the binding one, and a refusal is a 429 with
 Retry-After.
 
+When the (simulated) upstream work of an admitted request fails with a 5xx
+(GET /fail), the handler answers 502 and gives the request's unit back to
+both limits with RL.ALL ... REFUND: the RateLimit header then shows the state
+after the refund.
+
     pip install redis
-    REDIS_PORT=6379 python app.py      # serves, then calls itself 4 times
+    REDIS_PORT=6379 python app.py      # serves, then calls itself 5 times
 """
 
 import os
@@ -29,15 +34,19 @@ POLICIES = [
     ("hourly", ["SLIDING_LOG", 3, 3600], 3, 3600),
 ]
 POLICY_HEADER = ", ".join(f'"{name}";q={quota};w={window}' for name, _, quota, window in POLICIES)
+COST = 1  # units a request takes, and what a refund gives back
 
 
-def rate_limit(client_id):
-    """(status, headers) for one request of this client."""
+def rate_limit(client_id, refund=False):
+    """(blocked, headers) for one request of this client. With refund=True,
+    gives the request's units back to every limit instead of taking them
+    (never refused; the headers show the state after the refund)."""
     # One hash tag per client keeps its limiters in one Cluster slot.
     keys = [f"ratelimit:{{{client_id}}}:{name}" for name, _, _, _ in POLICIES]
     specs = [arg for _, spec, _, _ in POLICIES for arg in spec]
+    options = ["REFUND"] if refund else []
     blocked, _limit, remaining, retry_after, reset, position = r.execute_command(
-        "RL.ALL", len(keys), *keys, *specs
+        "RL.ALL", len(keys), *keys, *specs, COST, *options
     )
     binding = POLICIES[position - 1][0]
     headers = {
@@ -46,14 +55,40 @@ def rate_limit(client_id):
     }
     if blocked:
         headers["Retry-After"] = str(retry_after)
-        return 429, headers
-    return 200, headers
+    return blocked, headers
+
+
+class UpstreamError(Exception):
+    """The upstream work failed with this 5xx status."""
+
+    def __init__(self, status):
+        super().__init__(status)
+        self.status = status
+
+
+def upstream(path):
+    """The work behind the limiter (simulated): GET /fail fails with a 502."""
+    if path == "/fail":
+        raise UpstreamError(502)
+    return b"ok\n"
 
 
 class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
-        status, headers = rate_limit(self.headers.get("X-Client-Id", self.client_address[0]))
-        body = b"ok\n" if status == 200 else b"too many requests\n"
+        client_id = self.headers.get("X-Client-Id", self.client_address[0])
+        blocked, headers = rate_limit(client_id)
+        if blocked:
+            status, body = 429, b"too many requests\n"
+        else:
+            try:
+                status, body = 200, upstream(self.path)
+            except UpstreamError as failure:
+                # The work was not done, so the client does not pay for it:
+                # give its unit back. Refund only what this request took:
+                # nothing ties a refund to the request, so refunding units
+                # never taken would hand out free ones.
+                _, headers = rate_limit(client_id, refund=True)
+                status, body = failure.status, b"bad gateway\n"
         self.send_response(status)
         for name, value in headers.items():
             self.send_header(name, value)
@@ -68,17 +103,19 @@ class Handler(BaseHTTPRequestHandler):
 def main():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
-    for i in range(4):
-        request = urllib.request.Request(url, headers={"X-Client-Id": "example-python"})
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    for i, path in enumerate(["/", "/fail", "/", "/", "/"]):
+        request = urllib.request.Request(url + path, headers={"X-Client-Id": "example-python"})
         try:
             response = urllib.request.urlopen(request)
-        except urllib.error.HTTPError as refused:
-            response = refused
+        except urllib.error.HTTPError as error:
+            response = error
         if i == 0:
             print(f"RateLimit-Policy: {response.headers['RateLimit-Policy']}")
         shown = " ".join(f"{n}: {response.headers[n]}" for n in ["RateLimit", "Retry-After"] if response.headers[n])
-        print(f"{response.status} {shown}")
+        # A 502: the upstream work failed and the handler refunded the unit.
+        refunded = " (unit refunded)" if response.status == 502 else ""
+        print(f"{response.status} {shown}{refunded}")
     server.shutdown()
 
 
