@@ -387,5 +387,22 @@ fn replication_bytes_per_allowed_request() {
     let (whole, patched) = ((offsets[7] - offsets[1]) / 6, (offsets[13] - offsets[8]) / 5);
     println!("replication: small log: {whole} bytes per unit whole, {patched} as patches");
     assert!(whole > 0 && whole < patched, "{whole} {patched}");
+    // Leases on a key holding 10 to 20: an acquisition appends its record,
+    // a release marks its record in place; neither sends the list.
+    let key = format!("user:{:06}", workloads.len() + 2);
+    let take = ["RL.CONCURRENCY", &key, "100", "3600"];
+    let mut leases: Vec<String> = (0..10).map(|_| six(&mut m, &take).1.to_string()).collect();
+    let before = info_field(&mut m, "replication", "master_repl_offset");
+    for _ in 0..10 {
+        leases.push(six(&mut m, &take).1.to_string());
+    }
+    let middle = info_field(&mut m, "replication", "master_repl_offset");
+    for lease in &leases[..5] {
+        assert_eq!(integer(&mut m, &["RL.RELEASE", &key, lease]), 1);
+    }
+    let after = info_field(&mut m, "replication", "master_repl_offset");
+    let (acquired, released) = ((middle - before) / 10, (after - middle) / 5);
+    println!("replication: RL.CONCURRENCY: {acquired} bytes per lease taken, {released} per lease released (10 to 20 held)");
+    assert!(acquired < 200 && released < 150, "{acquired} {released}");
     wait_for_replica(&mut m);
 }

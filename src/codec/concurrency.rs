@@ -1,13 +1,17 @@
-//! Concurrency state as one string: the tag `Q`, the last lease id given
-//! (8 bytes), then one 20-byte record per lease: its id (8 bytes), deadline
-//! (µs, 8 bytes) and units (4 bytes), little-endian, in the order they were
-//! given (ids ascending).
+//! Concurrency state as one string: the tag `Q`, an id (8 bytes), then one
+//! 20-byte record per lease: its id (8 bytes), deadline (µs, 8 bytes) and
+//! units (4 bytes), little-endian, in the order they were given (ids
+//! ascending). The last id given is the larger of the header's id and the
+//! last record's: an appended lease leaves the header as it is, and a
+//! rewrite that drops the newest records keeps the last id in the header.
 //!
-//! Leases past their deadline are dropped at every write. An acquisition
-//! with nothing to drop appends its record (and the value is then kept at
-//! its exact size), and a renewal with nothing to drop rewrites its
-//! deadline in place, each replicated as the changed bytes only; anything
-//! else rewrites the value.
+//! Leases past their deadline are dropped at every write. With nothing to
+//! drop, an acquisition appends its record (and the value is then kept at
+//! its exact size), a renewal rewrites its deadline in place, and a release
+//! sets its deadline to 0, the mark of a released record, in place: each
+//! replicated as the changed bytes only. Released records are skipped when
+//! read, and go when the value is next rewritten, which happens before
+//! they outnumber the leases held. Anything else rewrites the value.
 
 use crate::store::{Bytes, Fill, Patches, Write};
 use rl_core::{Instant, Lease, LeaseUpdate, Leases};
@@ -53,23 +57,36 @@ fn record_of(lease: &Lease) -> [u8; RECORD] {
     record
 }
 
+/// The deadline of a released record, kept until the value is rewritten
+/// (a lease's own deadline is at least a microsecond after the epoch).
+const RELEASED: u64 = 0;
+
 impl Leases for LeaseView<'_> {
     fn last_id(&self) -> u64 {
         self.last_id
     }
 
+    /// The leases, without the records of released ones.
     fn leases(&self) -> impl Iterator<Item = Lease> + '_ {
-        self.records.chunks_exact(RECORD).map(lease_of)
+        self.records().filter(|l| l.deadline.as_micros() != RELEASED)
     }
 }
 
 impl LeaseView<'_> {
+    /// Every record, released ones included, as stored.
+    fn records(&self) -> impl Iterator<Item = Lease> + '_ {
+        self.records.chunks_exact(RECORD).map(lease_of)
+    }
+
+    /// Records stored, released ones included.
     pub fn len(&self) -> usize {
         self.records.len() / RECORD
     }
 
+    /// Where lease `id`'s record is among all records.
     fn position(&self, id: u64) -> Option<usize> {
-        self.leases().position(|l| l.id == id)
+        self.records()
+            .position(|l| l.id == id && l.deadline.as_micros() != RELEASED)
     }
 }
 
@@ -80,12 +97,16 @@ pub fn decode(bytes: &[u8]) -> Result<LeaseView<'_>, &'static str> {
     if header[0] != TAG || records.len() % RECORD != 0 {
         return Err(SHAPE);
     }
+    let newest = records
+        .len()
+        .checked_sub(RECORD)
+        .map_or(0, |at| u64_at(records, at));
     let view = LeaseView {
         records,
-        last_id: u64_at(header, 1),
+        last_id: u64_at(header, 1).max(newest),
     };
     let mut previous = 0u64;
-    for lease in view.leases() {
+    for lease in view.records() {
         if lease.id <= previous || lease.id > view.last_id || lease.units == 0 {
             return Err("a lease out of order, or with no units");
         }
@@ -101,14 +122,15 @@ pub fn plan(state: Option<&LeaseView<'_>>, update: &LeaseUpdate) -> Write {
     let Some(expire_at_ms) = update.expires_at.map(Instant::ceil_millis) else {
         return Write::Delete;
     };
+    if let Some(write) = state.and_then(|view| release_in_place(view, update, expire_at_ms)) {
+        return write;
+    }
     if let Some(view) = state.filter(|_| update.expired == 0 && update.released.is_none()) {
         let n = view.len();
-        let last_id = Fill::bytes(update.last_id.to_le_bytes());
         let mut patches = Patches::default();
         let in_place = match (update.acquired, update.renewed) {
-            (Some(lease), None) => {
-                patches.push(HEADER + n * RECORD, Fill::bytes(record_of(&lease))) && patches.push(1, last_id)
-            }
+            // The new record holds the last id: the header stays.
+            (Some(lease), None) => patches.push(HEADER + n * RECORD, Fill::bytes(record_of(&lease))),
             (None, Some((id, deadline))) => view.position(id).is_some_and(|i| {
                 let at = HEADER + i * RECORD + 8;
                 patches.push(at, Fill::bytes(deadline.as_micros().to_le_bytes()))
@@ -139,6 +161,32 @@ pub fn plan(state: Option<&LeaseView<'_>>, update: &LeaseUpdate) -> Write {
         expire_at_ms,
         share: false,
     }
+}
+
+/// A release that marks its record released, in place: when nothing else
+/// changes (no lease to drop), the value is over 64 bytes (a smaller one is
+/// replicated whole anyway, and rewriting it frees the record), and the
+/// released records would still not outnumber the leases held.
+fn release_in_place(view: &LeaseView<'_>, update: &LeaseUpdate, expire_at_ms: u64) -> Option<Write> {
+    let id = update.released?;
+    let plain = update.expired == 0 && update.acquired.is_none() && update.renewed.is_none();
+    let len = HEADER + view.len() * RECORD;
+    if !plain || Write::replicated_whole(len) {
+        return None;
+    }
+    let held = view.leases().count();
+    // After this release: `held - 1` leases, `len - held + 1` released.
+    if view.len() - held + 1 > held - 1 {
+        return None;
+    }
+    let at = HEADER + view.position(id)? * RECORD + 8;
+    let mut patches = Patches::default();
+    (patches.push(at, Fill::bytes(RELEASED.to_le_bytes())) && patches.fit(len)).then_some(Write::Patch {
+        new_len: len,
+        patches,
+        compact: false,
+        expire_at_ms,
+    })
 }
 
 /// The whole value after `update`: the leases live at its instant, less the
@@ -209,7 +257,9 @@ mod tests {
             rl_core::concurrency::release(&model, Instant::from_micros(T0 + 3 * SEC), T0).unwrap();
         assert_eq!(units, 1);
         step(&mut value, &mut model, released);
-        assert_eq!(value.len(), HEADER + 2 * RECORD);
+        // Marked released in place: the record stays until a rewrite.
+        assert_eq!(value.len(), HEADER + 3 * RECORD);
+        assert_eq!(u64_at(&value, HEADER + 8), RELEASED);
         // Past every deadline (and the last id), an acquisition drops them all.
         let later = Instant::from_micros(T0 + 20 * SEC);
         let a = c.acquire(&model, later, 1);
@@ -246,9 +296,10 @@ mod tests {
                 panic!("an append is a patch");
             };
             assert_eq!((new_len, compact), (HEADER + (n + 1) * RECORD, compacted));
+            // The record alone: it holds the new last id.
             assert_eq!(
                 patches.ranges().collect::<Vec<_>>(),
-                vec![HEADER + n * RECORD..HEADER + (n + 1) * RECORD, 1..9]
+                vec![HEADER + n * RECORD..HEADER + (n + 1) * RECORD]
             );
             write.apply_to(&mut value);
         }
@@ -266,6 +317,59 @@ mod tests {
     }
 
     #[test]
+    fn releases_are_marked_in_place_until_they_would_outnumber_the_leases() {
+        let c = Concurrency::new(10, 10 * SEC).unwrap();
+        let mut value = Vec::new();
+        let mut ids = Vec::new();
+        for i in 0..4 {
+            let view = (!value.is_empty()).then(|| decode(&value).unwrap());
+            let a = match &view {
+                Some(v) => c.acquire(v, Instant::from_micros(T0 + i), 1),
+                None => c.acquire(&LeaseList::default(), Instant::from_micros(T0 + i), 1),
+            };
+            ids.push(a.lease.unwrap().id);
+            let write = plan(view.as_ref(), &a.update.unwrap());
+            write.apply_to(&mut value);
+        }
+        let now = Instant::from_micros(T0 + SEC);
+        let release = |value: &Vec<u8>, id: u64| {
+            let view = decode(value).unwrap();
+            let (_, update) = rl_core::concurrency::release(&view, now, id).unwrap();
+            plan(Some(&view), &update)
+        };
+        // Four leases, then two released in place: 8 bytes each.
+        for (i, &id) in ids[..2].iter().enumerate() {
+            let write = release(&value, id);
+            let Write::Patch {
+                ref patches, new_len, ..
+            } = write
+            else {
+                panic!("a release in place: {write:?}");
+            };
+            assert_eq!(new_len, HEADER + 4 * RECORD);
+            let at = HEADER + i * RECORD + 8;
+            assert_eq!(patches.ranges().collect::<Vec<_>>(), vec![at..at + 8]);
+            write.apply_to(&mut value);
+        }
+        assert_eq!(
+            decode(&value).unwrap().leases().map(|l| l.id).collect::<Vec<_>>(),
+            ids[2..]
+        );
+        // A third would leave more released records than leases: the value
+        // is rewritten without them.
+        let write = release(&value, ids[2]);
+        assert!(matches!(write, Write::Set { .. }), "{write:?}");
+        write.apply_to(&mut value);
+        assert_eq!(value.len(), HEADER + RECORD);
+        assert_eq!(
+            decode(&value).unwrap().leases().map(|l| l.id).collect::<Vec<_>>(),
+            ids[3..]
+        );
+        // A released lease is unknown from then on.
+        assert!(rl_core::concurrency::release(&decode(&value).unwrap(), now, ids[0]).is_none());
+    }
+
+    #[test]
     fn malformed_values_are_rejected() {
         let record = |id: u64, units: u32| {
             let mut r = id.to_le_bytes().to_vec();
@@ -279,13 +383,15 @@ mod tests {
             b"Q".to_vec(),
             [&header(5)[..], &[0u8; 19]].concat(),
             [&b"X"[..], &5u64.to_le_bytes()].concat(),
-            [header(5), record(6, 1)].concat(),
             [header(9), record(5, 1), record(5, 1)].concat(),
             [header(9), record(5, 0)].concat(),
         ] {
             assert!(decode(&bad).is_err(), "{bad:?}");
         }
         assert!(decode(&header(0)).is_ok());
+        // The last id is the larger of the header's and the last record's.
+        assert_eq!(decode(&[header(5), record(6, 1)].concat()).unwrap().last_id(), 6);
+        assert_eq!(decode(&[header(9), record(6, 1)].concat()).unwrap().last_id(), 9);
         assert!(decode(&[header(9), record(5, 1), record(9, 2)].concat()).is_ok());
     }
 }
