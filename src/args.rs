@@ -79,9 +79,9 @@ pub struct Options {
 /// The options a command takes after its quantity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accepts {
-    /// `MS` and `PEEK` (`RL.CONCURRENCY`).
+    /// `MS` and `PEEK` (the lease command).
     MsPeek,
-    /// `MS`, `PEEK` and `REFUND` (the rate commands, `RL.ALL`).
+    /// `MS`, `PEEK` and `REFUND` (the rate commands, alone or several at once).
     MsPeekRefund,
 }
 

@@ -22,7 +22,7 @@ pub const CONCURRENCY_MAX_LIMIT_DEFAULT: i64 = 10_000;
 /// Largest value it may be set to (20 MB of leases per key at most).
 pub const CONCURRENCY_MAX_LIMIT_MAX: i64 = 1_000_000;
 
-/// The largest `limit` `RL.CONCURRENCY` accepts: each lease costs 20 bytes
+/// The largest `limit` a lease command accepts: each lease costs 20 bytes
 /// and a limit of `n` units allows up to `n` leases, so this bounds the
 /// memory of one key.
 pub static CONCURRENCY_MAX_LIMIT: AtomicI64 = AtomicI64::new(CONCURRENCY_MAX_LIMIT_DEFAULT);

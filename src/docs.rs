@@ -110,7 +110,7 @@ pub fn one_of(name: &'static str, alternatives: Vec<DocArg>) -> DocArg {
 }
 
 /// `key params... [quantity] [MS] [PEEK] [REFUND]`, the grammar of a rate
-/// command (without `REFUND` for `RL.CONCURRENCY`).
+/// command (without `REFUND` for the lease command).
 pub fn rate(spec: &[Param], accepts: Accepts) -> Vec<DocArg> {
     std::iter::once(DocArg::key("key"))
         .chain(params(spec))

@@ -30,17 +30,17 @@ pub enum CommandError {
         command: &'static str,
         problem: &'static str,
     },
-    /// `RL.ALL`: `numkeys` names more keys and limits than follow it.
+    /// Several limits at once: `numkeys` names more keys and limits than follow it.
     TooFewLimits { numkeys: u64 },
-    /// `RL.ALL`: a key given twice.
+    /// Several limits at once: a key given twice.
     DuplicateKey { key: String },
-    /// `RL.ALL`: a limit whose algorithm is not one the module knows.
+    /// Several limits at once: a limit whose algorithm is not one the module knows.
     UnknownAlgorithm {
         position: usize,
         token: String,
         expected: String,
     },
-    /// `RL.ALL`: the error of the limit at `position` (1-based), which uses
+    /// Several limits at once: the error of the limit at `position` (1-based), which uses
     /// `algorithm`.
     InLimit {
         position: usize,

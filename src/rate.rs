@@ -30,7 +30,7 @@ pub struct Judged {
 }
 
 /// A rate algorithm, whatever its parameters and state: what the registry,
-/// the rate commands and `RL.ALL` see of it.
+/// the rate commands, alone or several at once, see of it.
 pub trait Rate: Sync {
     fn params(&self) -> &[Param];
 

@@ -7,12 +7,12 @@ pub enum Reply {
     /// redis-cell's five integers: blocked, limit, remaining, retry_after,
     /// reset.
     Five([i64; 5]),
-    /// The five, then one more (the binding limit's position in `RL.ALL`,
-    /// the lease of `RL.CONCURRENCY`).
+    /// The five, then one more (the binding limit's position among several,
+    /// the lease taken by a lease command).
     Six([i64; 6]),
     Integer(i64),
     /// A refund's answer: the first `len` integers (five, or six for
-    /// `RL.ALL`), those of a query after it. `INFO` counts it as a refund,
+    /// several limits), those of a query after it. `INFO` counts it as a refund,
     /// neither allowed nor refused.
     Refund {
         fields: [i64; 6],

@@ -82,7 +82,7 @@ impl<const N: usize> Kept<N> {
     }
 }
 
-/// A few kept objects: a command of `RL.ALL` writes several keys, each with
+/// A few kept objects: a command over several limits writes several keys, each with
 /// its own expiry (and first state), and each finds its own here.
 struct Cache<const N: usize> {
     slots: [Kept<N>; CACHE_SLOTS],
