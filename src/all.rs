@@ -18,6 +18,7 @@ use crate::reply::Reply;
 use crate::stats::Field;
 use crate::store::{Key, Keyspace};
 use rl_core::{Decision, Instant, RetryAfter};
+use std::cell::RefCell;
 
 /// The most keys one call may name.
 pub const MAX_KEYS: u64 = 100;
@@ -31,6 +32,12 @@ struct Limit<'a> {
     params: &'a [&'a [u8]],
 }
 
+thread_local! {
+    /// The judgements of the running call, kept from call to call so that
+    /// deciding the usual few limits allocates nothing.
+    static JUDGED: RefCell<Vec<Judged>> = const { RefCell::new(Vec::new()) };
+}
+
 /// `args[0]` is the command's name.
 pub fn command<S: Keyspace>(
     row: &Row,
@@ -38,23 +45,48 @@ pub fn command<S: Keyspace>(
     now: Instant,
     keys: &S,
 ) -> Result<Reply, CommandError> {
-    let (limits, options) = parse(row, args)?;
-    // Judge every limit before writing any.
-    let mut judged: Vec<(S::Key<'_>, Judged)> = Vec::with_capacity(limits.len());
+    let mut limits = Few::new();
+    let options = parse(row, args, &mut limits)?;
+    JUDGED.with(|kept| match kept.try_borrow_mut() {
+        Ok(mut judged) => {
+            judged.clear();
+            decide(row, &limits, &options, now, keys, &mut judged)
+        }
+        Err(_) => decide(row, &limits, &options, now, keys, &mut Vec::new()),
+    })
+}
+
+/// Judge every limit before writing any; then write them all, or none.
+fn decide<S: Keyspace>(
+    row: &Row,
+    limits: &Few<Limit<'_>>,
+    options: &Options,
+    now: Instant,
+    keys: &S,
+    judged: &mut Vec<Judged>,
+) -> Result<Reply, CommandError> {
+    // The keys stay open until written: the usual few in place.
+    let mut open: [Option<S::Key<'_>>; INLINE_LIMITS] = [const { None }; INLINE_LIMITS];
+    let mut more = Vec::new();
     for (i, limit) in limits.iter().enumerate() {
         let mut key = keys.open(2 + i)?;
         let decision = limit
             .rate
-            .judge(limit.row, limit.params, &options, now, &mut key)
+            .judge(limit.row, limit.params, options, now, &mut key)
             .map_err(|error| in_limit(i + 1, &limit, error))?;
-        judged.push((key, decision));
+        judged.push(decision);
+        match open.get_mut(i) {
+            Some(slot) => *slot = Some(key),
+            None => more.push(key),
+        }
     }
-    let binding = binding(judged.iter().map(|(_, j)| &j.decision));
-    let Some(decision) = judged.get(binding).map(|(_, j)| j.decision) else {
+    let binding = binding(judged.iter().map(|j| &j.decision));
+    let Some(decision) = judged.get(binding).map(|j| j.decision) else {
         return Err(CommandError::Internal);
     };
-    if !judged.iter().any(|(_, j)| j.decision.blocked) {
-        for ((key, judged), limit) in judged.iter_mut().zip(limits.iter()) {
+    if !judged.iter().any(|j| j.decision.blocked) {
+        let keys = open.iter_mut().flatten().chain(&mut more);
+        for ((key, judged), limit) in keys.zip(judged.iter()).zip(limits.iter()) {
             if let Some(write) = &judged.write {
                 key.write(write);
                 if judged.logged > 0 {
@@ -65,8 +97,8 @@ pub fn command<S: Keyspace>(
     }
     let reply = Reply::six(&decision, options.unit, binding as i64 + 1);
     if options.refund {
-        let written = judged.iter().any(|(_, j)| j.write.is_some());
-        crate::rate::count_refund(row, &options, written);
+        let written = judged.iter().any(|j| j.write.is_some());
+        crate::rate::count_refund(row, options, written);
         return Ok(reply.refund());
     }
     Ok(reply)
@@ -86,37 +118,36 @@ pub fn key_positions(args: &[&[u8]]) -> std::ops::Range<usize> {
     2..(2 + numkeys).min(args.len()).max(2)
 }
 
-/// The keys' limits and the options, checked before any key is read.
-fn parse<'a>(row: &Row, args: &'a [&'a [u8]]) -> Result<(Few<Limit<'a>>, Options), CommandError> {
+/// The keys' limits (into `limits`) and the options, checked before any key
+/// is read.
+fn parse<'a>(row: &Row, args: &'a [&'a [u8]], limits: &mut Few<Limit<'a>>) -> Result<Options, CommandError> {
     let Some(numkeys) = args.get(1) else {
         return Err(CommandError::WrongArity { command: row.name });
     };
     let numkeys = args::number("numkeys", 1, MAX_KEYS).parse(numkeys, rl_core::TimeUnit::Seconds)?;
-    let too_few = CommandError::TooFewLimits { numkeys };
+    let too_few = || CommandError::TooFewLimits { numkeys };
     // At most 100: fits.
     let n = numkeys as usize;
-    let names = args.get(2..2 + n).ok_or_else(|| too_few.clone())?;
+    let names = args.get(2..2 + n).ok_or_else(too_few)?;
     for (i, name) in names.iter().enumerate() {
         if names[..i].iter().any(|other| same_key(other, name)) {
             return Err(CommandError::DuplicateKey { key: printable(name) });
         }
     }
-    let mut limits = Few::new();
     let mut at = 2 + n;
     for position in 1..=n {
-        let token = args.get(at).ok_or_else(|| too_few.clone())?;
+        let token = args.get(at).ok_or_else(too_few)?;
         let (row, rate) = find_algorithm(token).ok_or_else(|| CommandError::UnknownAlgorithm {
             position,
             token: printable(token),
             expected: expected(),
         })?;
         let count = rate.params().len();
-        let params = args.get(at + 1..at + 1 + count).ok_or_else(|| too_few.clone())?;
+        let params = args.get(at + 1..at + 1 + count).ok_or_else(too_few)?;
         limits.push(Limit { row, rate, params });
         at += 1 + count;
     }
-    let options = args::options(&args[at..], Accepts::MsPeekRefund)?;
-    Ok((limits, options))
+    args::options(&args[at..], Accepts::MsPeekRefund)
 }
 
 /// Whether two key names are the same. Keys of one request often share a
@@ -235,10 +266,6 @@ impl<T: Copy> Few<T> {
             None => self.heap.push(item),
         }
         self.len += 1;
-    }
-
-    fn len(&self) -> usize {
-        self.len
     }
 
     fn iter(&self) -> impl Iterator<Item = T> + '_ {

@@ -168,11 +168,11 @@ pub fn after_key<'a>(
     n: usize,
     accepts: Accepts,
 ) -> Result<(&'a [&'a [u8]], Options), CommandError> {
-    let arity = CommandError::WrongArity { command };
+    let arity = || CommandError::WrongArity { command };
     let [_, _, rest @ ..] = args else {
-        return Err(arity);
+        return Err(arity());
     };
-    let (positional, tail) = rest.split_at_checked(n).ok_or(arity)?;
+    let (positional, tail) = rest.split_at_checked(n).ok_or_else(arity)?;
     Ok((positional, options(tail, accepts)?))
 }
 

@@ -49,16 +49,6 @@ impl Reply {
         Reply::Refund { fields, len }
     }
 
-    /// The integers of a five- or six-integer reply.
-    pub fn integers(&self) -> Option<&[i64]> {
-        match self {
-            Reply::Five(fields) => Some(fields),
-            Reply::Six(fields) => Some(fields),
-            Reply::Refund { fields, len } => fields.get(..*len),
-            Reply::Integer(_) => None,
-        }
-    }
-
     /// Whether the request was refused (`None` for a reply that says
     /// neither: a refund, an integer).
     pub fn blocked(&self) -> Option<bool> {

@@ -151,12 +151,13 @@ unsafe fn reply(api: &Api, ctx: *mut raw::RedisModuleCtx, result: Result<Reply, 
         }
     };
     match result {
+        Ok(Reply::Five(fields)) => integers(&fields),
+        Ok(Reply::Six(fields)) => integers(&fields),
+        Ok(Reply::Refund { fields, len }) => integers(fields.get(..len).unwrap_or(&fields)),
         // SAFETY: the caller's contract.
         Ok(Reply::Integer(v)) => unsafe {
             (api.reply_with_long_long)(ctx, v);
         },
-        // Five or six integers (the only other replies).
-        Ok(reply) => integers(reply.integers().unwrap_or_default()),
         Err(error) => {
             // Messages quote input only through `printable`, which escapes
             // NUL; the fallback is for a message that would still hold one.
