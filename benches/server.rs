@@ -272,10 +272,18 @@ impl Server {
     }
 }
 
-/// `redis-benchmark` on `workload`; returns requests per second.
-fn benchmark(port: u16, workload: &Workload, requests: u64, pipeline: u32, random: bool) -> f64 {
+/// `redis-benchmark` on `workload` with every period `period` (seconds);
+/// returns requests per second.
+fn benchmark(
+    port: u16,
+    workload: &Workload,
+    requests: u64,
+    pipeline: u32,
+    random: bool,
+    period: &str,
+) -> f64 {
     let key = if random { "user:__rand_int__" } else { "user:one" };
-    let args = workload.args(key, PERIOD);
+    let args = workload.args(key, period);
     let mut cmd = Command::new("redis-benchmark");
     cmd.args(["-p", &port.to_string(), "-n", &requests.to_string(), "-c", "50"])
         .args(["-P", &pipeline.to_string(), "--csv"]);
@@ -426,8 +434,21 @@ impl Template {
                     buf.extend_from_slice(b"\r\n");
                 }
                 Part::Lease => {
-                    let lease = lease.to_string();
-                    let _ = write!(buf, "${}\r\n{lease}\r\n", lease.len());
+                    let (mut digits, mut at, mut n) = ([0u8; 20], 20, lease.unsigned_abs());
+                    loop {
+                        at -= 1;
+                        digits[at] = b'0' + (n % 10) as u8;
+                        n /= 10;
+                        if n == 0 {
+                            break;
+                        }
+                    }
+                    let _ = write!(buf, "${}\r\n", 20 - at + usize::from(lease < 0));
+                    if lease < 0 {
+                        buf.push(b'-');
+                    }
+                    buf.extend_from_slice(&digits[at..]);
+                    buf.extend_from_slice(b"\r\n");
                 }
             }
         }
@@ -435,15 +456,25 @@ impl Template {
 }
 
 /// Read one reply of integers: an integer, or an array of them (its last).
+/// Parsed from the bytes in place, so that the driver, which shares the
+/// machine with the server, spends as little as it can.
 fn read_integer_reply(r: &mut impl std::io::BufRead, line: &mut Vec<u8>) -> i64 {
     let mut next = |line: &mut Vec<u8>| -> (u8, i64) {
         line.clear();
         r.read_until(b'\n', line).expect("read a reply");
-        let text = std::str::from_utf8(line).expect("a reply in text");
-        let value = text.get(1..).map(str::trim_end).and_then(|v| v.parse().ok());
+        let digits = line.get(1..line.len().saturating_sub(2)).unwrap_or_default();
+        let (negative, digits) = match digits.split_first() {
+            Some((b'-', rest)) => (true, rest),
+            _ => (false, digits),
+        };
+        let value = digits.iter().try_fold(0i64, |v, &d| {
+            d.is_ascii_digit().then(|| v * 10 + i64::from(d - b'0'))
+        });
         match (line.first(), value) {
-            (Some(&kind @ (b':' | b'*')), Some(v)) => (kind, v),
-            _ => panic!("unexpected reply: {text}"),
+            (Some(&kind @ (b':' | b'*')), Some(v)) if !digits.is_empty() => {
+                (kind, if negative { -v } else { v })
+            }
+            _ => panic!("unexpected reply: {}", String::from_utf8_lossy(line)),
         }
     };
     match next(line) {
@@ -485,8 +516,11 @@ fn lease_pairs(port: u16, w: &Leases, pairs: u64, pipeline: usize, random: bool,
                             x ^= x << 13;
                             x ^= x >> 7;
                             x ^= x << 17;
-                            let n = if random { x % 100_000 } else { 0 };
-                            key[5..].copy_from_slice(format!("{n:06}").as_bytes());
+                            let mut n = if random { x % 100_000 } else { 0 };
+                            for digit in key[5..].iter_mut().rev() {
+                                *digit = b'0' + (n % 10) as u8;
+                                n /= 10;
+                            }
                             acquire.append(&mut buf, key, 0);
                         }
                         std::io::Write::write_all(&mut writer, &buf).unwrap();
@@ -653,6 +687,19 @@ fn workloads(server: &Server) -> Vec<Workload> {
 
 /// The period of the throughput runs and the base instruction counts (s).
 const PERIOD: &str = "1";
+/// The long period (s): no limiter expires during a run.
+const LONG_PERIOD: &str = "60";
+
+/// Keys, random or not, period (s) and pipelines of the throughput runs.
+/// The last is the targets' condition: 100,000 limiters that all live
+/// through the run, so every call reads and updates a state, as the
+/// callgrind counts with a minute's period.
+const THROUGHPUT: [(&str, bool, &str, &[u32]); 3] = [
+    ("one key", false, PERIOD, &[1, 16]),
+    ("100,000 random keys", true, PERIOD, &[1, 16]),
+    (RANDOM_LONG, true, LONG_PERIOD, &[16]),
+];
+const RANDOM_LONG: &str = "100,000 random keys, 60 s";
 const ALL_FIXED: &str = "RL.ALL: 3 FIXED";
 const ALL_MIXED: &str = "RL.ALL: GCRA + SLIDING_LOG";
 const LUA_ALL_FIXED: &str = "Lua all: 3 fixed";
@@ -722,7 +769,7 @@ fn instructions_per_call(list: &[Workload], leases: &[Leases], requests: u64) ->
     };
     for (i, w) in list.iter().enumerate() {
         let total = callgrind_total(&out_dir, &format!("w{i}"), &|server| {
-            benchmark(server.port, w, requests, 16, true);
+            benchmark(server.port, w, requests, 16, true, PERIOD);
         });
         record(w.name.clone(), (total - baseline) / requests as f64);
     }
@@ -762,8 +809,8 @@ fn main() {
         .collect();
 
     let mut throughput = Vec::new();
-    for (keys, random) in [("one key", false), ("100,000 random keys", true)] {
-        for pipeline in [1u32, 16] {
+    for (keys, random, period, pipelines) in THROUGHPUT {
+        for &pipeline in pipelines {
             let n = if pipeline == 1 { requests / 5 } else { requests };
             let mut rounds_rps: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
             let mut usec: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
@@ -773,7 +820,7 @@ fn main() {
                 for (i, w) in list.iter().enumerate() {
                     server.query(&["FLUSHALL"]);
                     server.query(&["CONFIG", "RESETSTAT"]);
-                    rounds_rps[i].push(benchmark(server.port, w, n, pipeline, random));
+                    rounds_rps[i].push(benchmark(server.port, w, n, pipeline, random, period));
                     usec[i].push(usec_per_call(&server, &w.stat));
                 }
             }
@@ -871,7 +918,7 @@ fn main() {
             .unwrap()
             .parse()
             .unwrap();
-        benchmark(server.port, w, 10_000, 16, true);
+        benchmark(server.port, w, 10_000, 16, true, PERIOD);
         let after: f64 = server
             .info_field("replication", "master_repl_offset")
             .unwrap()
@@ -941,7 +988,7 @@ fn long_period_variants(list: &[Workload]) -> Vec<Workload> {
         .filter(|w| w.args.iter().any(|a| a == "{period}"))
         .map(|w| Workload {
             name: format!("{}{LONG}", w.name),
-            args: w.args("{key}", "60"),
+            args: w.args("{key}", LONG_PERIOD),
             ..w.clone()
         })
         .collect()
@@ -952,6 +999,7 @@ fn markdown(r: &Report) -> String {
         "Machine: {} ({} cores), {}; {} rounds, medians; {} requests per pipelined run.\n\n",
         r.machine["cpu"], r.machine["cores"], r.machine["server"], r.rounds, r.requests_per_run
     );
+    s.push_str(&targets(r));
     s.push_str(
         "| workload | keys | pipeline | requests/s | vs INCR | server µs/call |\n|---|---|---|---|---|---|\n",
     );
@@ -1110,6 +1158,112 @@ fn markdown(r: &Report) -> String {
         }
     }
     s
+}
+
+/// The issues' targets, each computed from this run's figures: what is
+/// compared, the ratio, the bound, and whether it holds.
+fn targets(r: &Report) -> String {
+    let inst = |name: &str| r.instructions_per_call.get(name).copied();
+    let rps = |name: &str, keys: &str| {
+        r.throughput
+            .iter()
+            .find(|m| m.workload == name && m.keys == keys && m.pipeline == 16)
+            .map(|m| m.requests_per_second_median)
+    };
+    let pairs = |name: &str, keys: &str| {
+        r.lease_pairs
+            .iter()
+            .find(|m| m.workload == name && m.keys == keys && m.pipeline == 16)
+            .map(|m| m.pairs_per_second_median)
+    };
+    let long = |name: &str| inst(&format!("{name}{LONG}"));
+    let cell = "CL.THROTTLE (redis-cell)";
+    // (what, ratio, bound, at most)
+    let mut rows: Vec<(String, Option<f64>, f64, bool)> = vec![
+        (
+            "instructions: RL.GCRA / CL.THROTTLE 0.5.0 (60 s)".into(),
+            long("RL.GCRA").zip(long(cell)).map(|(a, b)| a / b),
+            0.65,
+            true,
+        ),
+        (
+            "instructions: RL.GCRA / RL.FIXED (60 s)".into(),
+            long("RL.GCRA").zip(long("RL.FIXED")).map(|(a, b)| a / b),
+            1.05,
+            true,
+        ),
+        (
+            format!("requests/s: RL.GCRA / CL.THROTTLE 0.5.0 ({RANDOM_LONG}, pipeline 16)"),
+            rps("RL.GCRA", RANDOM_LONG)
+                .zip(rps(cell, RANDOM_LONG))
+                .map(|(a, b)| a / b),
+            1.4,
+            false,
+        ),
+        (
+            format!("requests/s: RL.GCRA / Lua gcra ({RANDOM_LONG}, pipeline 16)"),
+            rps("RL.GCRA", RANDOM_LONG)
+                .zip(rps("Lua gcra", RANDOM_LONG))
+                .map(|(a, b)| a / b),
+            3.0,
+            false,
+        ),
+        (
+            "instructions: RL.ALL of 3 fixed / three RL.FIXED (60 s)".into(),
+            long(ALL_FIXED).zip(long("RL.FIXED")).map(|(a, b)| a / (3.0 * b)),
+            0.9,
+            true,
+        ),
+        (
+            "instructions: RL.ALL of 3 fixed / Lua (60 s)".into(),
+            long(ALL_FIXED).zip(long(LUA_ALL_FIXED)).map(|(a, b)| a / b),
+            0.5,
+            true,
+        ),
+    ];
+    for part in [ACQUIRE, RELEASE] {
+        rows.push((
+            format!(
+                "instructions: lease {} / RL.SLIDING_LOG (60 s)",
+                part.trim_start_matches(": ")
+            ),
+            inst(&format!("{LEASES}{part}"))
+                .zip(long("RL.SLIDING_LOG"))
+                .map(|(a, b)| a / b),
+            1.1,
+            true,
+        ));
+    }
+    for keys in ["one key", "100,000 random keys"] {
+        rows.push((
+            format!("pairs/s: lease taken and released / Lua sorted set ({keys}, pipeline 16)"),
+            pairs(LEASES, keys)
+                .zip(pairs(LUA_LEASES, keys))
+                .map(|(a, b)| a / b),
+            4.0,
+            false,
+        ));
+    }
+    let mut s =
+        String::from("Targets, from this run:\n\n| measure | ratio | target | met |\n|---|---|---|---|\n");
+    let mut any = false;
+    for (what, ratio, bound, at_most) in rows {
+        let Some(ratio) = ratio else { continue };
+        any = true;
+        let (sign, met) = if at_most {
+            ("≤", ratio <= bound)
+        } else {
+            ("≥", ratio >= bound)
+        };
+        let met = if met { "yes" } else { "no" };
+        s.push_str(&format!("| {what} | {ratio:.3} | {sign} {bound} | {met} |\n"));
+    }
+    s.push('\n');
+    if any {
+        s
+    } else {
+        String::new()
+    }
 }
 
 /// Requests/s relative to INCR, random keys, pipeline 16, as horizontal bars.
