@@ -43,7 +43,10 @@ impl Tat {
         if !(1..=MAX_LIMIT).contains(&per_micro) {
             return None;
         }
-        if units / u128::from(per_micro) > MAX_TAT_MICROS {
+        // `units / per_micro > MAX_TAT_MICROS`, without a 128-bit division
+        // (a library call on every read of a state): the product is below
+        // 2^110.
+        if units >= (MAX_TAT_MICROS + 1) * u128::from(per_micro) {
             return None;
         }
         Some(Tat { units, per_micro })

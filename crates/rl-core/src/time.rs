@@ -107,14 +107,20 @@ pub(crate) enum Round {
 /// `n * to / from` (`from` at least 1), rounded as asked, computed so that no
 /// product is larger than the result or than `from * to`: the whole multiples
 /// of `from` and the remainder are scaled apart. Saturates at `u128::MAX`.
+/// In 64-bit divisions whenever `n` fits (see [`div`]): a GCRA state read
+/// in a limiter's own ticks is rescaled on every call.
 pub(crate) fn rescale(n: u128, from: u64, to: u64, round: Round) -> u128 {
-    let (from, to) = (u128::from(from), u128::from(to));
-    let (whole, part) = (n / from, n % from * to);
-    let part = match round {
-        Round::Down => part / from,
-        Round::Up => part.div_ceil(from),
+    let (whole, rest) = match u64::try_from(n) {
+        Ok(n) => (u128::from(n / from), u128::from(n % from)),
+        Err(_) => (n / u128::from(from), n % u128::from(from)),
     };
-    whole.saturating_mul(to).saturating_add(part)
+    // `rest < from`, so the product is below 2^128.
+    let part = rest * u128::from(to);
+    let part = match round {
+        Round::Down => div(part, from),
+        Round::Up => div_ceil(part, from),
+    };
+    whole.saturating_mul(u128::from(to)).saturating_add(part)
 }
 
 /// Greatest common divisor (Euclid); `gcd(0, n) == n`. In 64 bits: its
@@ -168,7 +174,21 @@ mod tests {
     #[test]
     fn rescale_is_exact_where_the_plain_product_overflows() {
         // Where n * to fits, it equals the plain formula.
-        for n in [0u128, 1, 2, 839, 840, 841, 10u128.pow(20)] {
+        // Both sides of 64 bits, where the 64-bit path ends.
+        let edge = u128::from(u64::MAX);
+        for n in [
+            0u128,
+            1,
+            2,
+            839,
+            840,
+            841,
+            10u128.pow(20),
+            edge - 1,
+            edge,
+            edge + 1,
+            3 * edge + 5,
+        ] {
             for (from, to) in [
                 (1u64, 1u64),
                 (840, 3),
