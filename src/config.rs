@@ -9,7 +9,7 @@ pub const SLIDING_LOG_MAX_LIMIT_DEFAULT: i64 = 10_000;
 /// Largest value it may be set to (8 MB per limiter at most).
 pub const SLIDING_LOG_MAX_LIMIT_MAX: i64 = 1_000_000;
 
-/// The largest `limit` `RL.SLIDING_LOG` accepts: each logged unit costs
+/// The largest `limit` the sliding log accepts: each logged unit costs
 /// 8 bytes, so this bounds the memory of one limiter.
 pub static SLIDING_LOG_MAX_LIMIT: AtomicI64 = AtomicI64::new(SLIDING_LOG_MAX_LIMIT_DEFAULT);
 
@@ -35,7 +35,7 @@ fn positive(setting: &AtomicI64) -> u64 {
     u64::try_from(setting.load(Ordering::Relaxed)).unwrap_or(1).max(1)
 }
 
-/// `ratelimit.cl_throttle`: also register redis-cell's `CL.THROTTLE` (set at
+/// `ratelimit.cl_throttle`: also register redis-cell's command (set at
 /// load time only: `loadmodule ... cl_throttle yes`).
 pub static CL_THROTTLE: AtomicBool = AtomicBool::new(false);
 

@@ -14,7 +14,7 @@ pub enum CommandError {
     /// A token where an option was expected that is not one.
     /// `expected`: the options the command takes.
     UnknownOption { token: String, expected: &'static str },
-    /// An option given to a command that takes none (`CL.THROTTLE`).
+    /// An option given to a command that takes none (redis-cell's grammar).
     /// `instead`: the command that takes them.
     NoOptions {
         command: &'static str,
