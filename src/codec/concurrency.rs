@@ -176,7 +176,7 @@ fn release_in_place(view: &LeaseView<'_>, update: &LeaseUpdate, expire_at_ms: u6
     }
     let held = view.leases().count();
     // After this release: `held - 1` leases, `len - held + 1` released.
-    if view.len() - held + 1 > held - 1 {
+    if view.len() - held + 1 > held.checked_sub(1)? {
         return None;
     }
     let at = HEADER + view.position(id)? * RECORD + 8;

@@ -241,7 +241,7 @@ impl ServerKey<'_> {
         // SAFETY: the key is open for writing; StringSet takes its own
         // reference to the object.
         let status = unsafe { (self.api.string_set)(self.key.as_ptr(), stored.object.as_ptr()) };
-        self.expect(status, "StringSet");
+        self.warn_unless_ok(status, "StringSet");
         self.set_expiry(expire_at_ms);
         // The value replicated is the very object stored.
         self.replicate_set(Value::Object(stored.object.as_ptr()), expire_at_ms);
@@ -260,7 +260,7 @@ impl ServerKey<'_> {
             // SAFETY: the key is open for writing and holds a string or
             // nothing.
             let status = unsafe { (self.api.string_truncate)(self.key.as_ptr(), new_len) };
-            self.expect(status, "StringTruncate");
+            self.warn_unless_ok(status, "StringTruncate");
         }
         let Some(value) = self.writable() else {
             self.warn("could not write the value: the request was not recorded");
@@ -278,7 +278,7 @@ impl ServerKey<'_> {
                 // SAFETY: as in `set`; the server copied the bytes, so
                 // replacing the value they came from is safe.
                 let status = unsafe { (api.string_set)(key.as_ptr(), stored.object.as_ptr()) };
-                self.expect(status, "StringSet");
+                self.warn_unless_ok(status, "StringSet");
             }
         }
         self.set_expiry(expire_at_ms);
@@ -321,7 +321,7 @@ impl ServerKey<'_> {
                 status = replicated;
             }
         }
-        self.expect(status, "Replicate SETRANGE");
+        self.warn_unless_ok(status, "Replicate SETRANGE");
         // SAFETY: as above.
         let status = unsafe {
             (self.api.replicate)(
@@ -332,7 +332,7 @@ impl ServerKey<'_> {
                 expire_at_ms,
             )
         };
-        self.expect(status, "Replicate PEXPIREAT");
+        self.warn_unless_ok(status, "Replicate PEXPIREAT");
         self.notify_written(c"setrange");
     }
 
@@ -340,11 +340,11 @@ impl ServerKey<'_> {
     fn delete(&mut self) {
         // SAFETY: the key is open for writing.
         let status = unsafe { (self.api.delete_key)(self.key.as_ptr()) };
-        self.expect(status, "DeleteKey");
+        self.warn_unless_ok(status, "DeleteKey");
         self.string_len = None;
         // SAFETY: ctx and name are live; `s` is a string object.
         let status = unsafe { (self.api.replicate)(self.ctx, c"DEL".as_ptr(), c"s".as_ptr(), self.name) };
-        self.expect(status, "Replicate DEL");
+        self.warn_unless_ok(status, "Replicate DEL");
         self.notify(&[(raw::REDISMODULE_NOTIFY_GENERIC, c"del")]);
     }
 
@@ -381,7 +381,7 @@ impl ServerKey<'_> {
                 }
             }
         };
-        self.expect(status, "SetAbsExpire");
+        self.warn_unless_ok(status, "SetAbsExpire");
     }
 
     /// Replicate `SET key value PXAT expire_at_ms`. Every string the server
@@ -436,7 +436,7 @@ impl ServerKey<'_> {
                 ),
             }
         };
-        self.expect(status, "Replicate SET");
+        self.warn_unless_ok(status, "Replicate SET");
     }
 
     /// Emit the keyspace events of the commands a write replicated, as those
@@ -475,7 +475,7 @@ impl ServerKey<'_> {
     /// once the key is open for writing and holds a string: if one fails
     /// all the same, the rest of the write still happens (no error reply can
     /// follow a partial write), and the server's log says so.
-    fn expect(&self, status: c_int, step: &str) {
+    fn warn_unless_ok(&self, status: c_int, step: &str) {
         if status != OK {
             self.warn(&format!("{step} failed while writing a limiter"));
         }
