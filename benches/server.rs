@@ -705,23 +705,14 @@ const ALL_MIXED: &str = "RL.ALL: GCRA + SLIDING_LOG";
 const LUA_ALL_FIXED: &str = "Lua all: 3 fixed";
 const LUA_ALL_MIXED: &str = "Lua all: gcra + sliding_log";
 
-/// The server's total microseconds in a command since the last RESETSTAT.
-fn usec_total(server: &Server, stat: &str) -> f64 {
+/// A field of a command's `INFO commandstats` line (`usec`: its total
+/// microseconds since the last RESETSTAT; `usec_per_call`).
+fn command_stat(server: &Server, stat: &str, field: &str) -> f64 {
     let line = server
         .info_field("commandstats", &format!("cmdstat_{stat}"))
         .unwrap_or_default();
     line.split(',')
-        .find_map(|kv| kv.strip_prefix("usec="))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(f64::NAN)
-}
-
-fn usec_per_call(server: &Server, stat: &str) -> f64 {
-    let line = server
-        .info_field("commandstats", &format!("cmdstat_{stat}"))
-        .unwrap_or_default();
-    line.split(',')
-        .find_map(|kv| kv.strip_prefix("usec_per_call="))
+        .find_map(|kv| kv.strip_prefix(field)?.strip_prefix('='))
         .and_then(|v| v.parse().ok())
         .unwrap_or(f64::NAN)
 }
@@ -821,7 +812,7 @@ fn main() {
                     server.query(&["FLUSHALL"]);
                     server.query(&["CONFIG", "RESETSTAT"]);
                     rounds_rps[i].push(benchmark(server.port, w, n, pipeline, random, period));
-                    usec[i].push(usec_per_call(&server, &w.stat));
+                    usec[i].push(command_stat(&server, &w.stat, "usec_per_call"));
                 }
             }
             let incr = median(&rounds_rps[0]);
@@ -861,7 +852,11 @@ fn main() {
                     server.query(&["FLUSHALL"]);
                     server.query(&["CONFIG", "RESETSTAT"]);
                     rounds_pps[i].push(lease_pairs(server.port, l, n, pipeline, random, true));
-                    let total: f64 = l.stats.iter().map(|stat| usec_total(&server, stat)).sum();
+                    let total: f64 = l
+                        .stats
+                        .iter()
+                        .map(|stat| command_stat(&server, stat, "usec"))
+                        .sum();
                     usec[i].push(total / n as f64);
                 }
             }

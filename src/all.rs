@@ -109,22 +109,23 @@ fn decide<S: Keyspace>(
 pub fn key_positions(args: &[&[u8]]) -> std::ops::Range<usize> {
     let numkeys = args
         .get(1)
-        .and_then(|n| {
-            args::number("numkeys", 1, MAX_KEYS)
-                .parse(n, rl_core::TimeUnit::Seconds)
-                .ok()
-        })
+        .and_then(|n| numkeys(n).ok())
         .map_or(0, |n| n as usize);
     2..(2 + numkeys).min(args.len()).max(2)
+}
+
+/// The `numkeys` argument: 1 to [`MAX_KEYS`].
+fn numkeys(arg: &[u8]) -> Result<u64, CommandError> {
+    args::number("numkeys", 1, MAX_KEYS).parse(arg, rl_core::TimeUnit::Seconds)
 }
 
 /// The keys' limits (into `limits`) and the options, checked before any key
 /// is read.
 fn parse<'a>(row: &Row, args: &'a [&'a [u8]], limits: &mut Few<Limit<'a>>) -> Result<Options, CommandError> {
-    let Some(numkeys) = args.get(1) else {
+    let Some(first) = args.get(1) else {
         return Err(CommandError::WrongArity { command: row.name });
     };
-    let numkeys = args::number("numkeys", 1, MAX_KEYS).parse(numkeys, rl_core::TimeUnit::Seconds)?;
+    let numkeys = numkeys(first)?;
     let too_few = || CommandError::TooFewLimits { numkeys };
     // At most 100: fits.
     let n = numkeys as usize;

@@ -212,7 +212,7 @@ pub static COMMANDS: [Row; 10] = [
         kind: Kind::Rate(&Algorithm::<SlidingLogCodec, 2> {
             // Memory grows with the limit: capped by a module setting.
             params: [
-                crate::args::capped(number("limit", 1, MAX_LIMIT), config::sliding_log_max_limit),
+                capped(number("limit", 1, MAX_LIMIT), config::sliding_log_max_limit),
                 duration("window"),
             ],
             build: |[limit, window]| SlidingLog::new(limit, window),

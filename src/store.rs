@@ -257,7 +257,7 @@ impl Patches {
             .filter_map(|(offset, fill)| fill.as_ref().map(|f| (*offset, f)))
     }
 
-    /// Every range as (start, end), if each lies within `len` bytes.
+    /// Whether every range lies within `len` bytes.
     pub fn fit(&self, len: usize) -> bool {
         self.iter().all(|(offset, fill)| {
             fill.len()

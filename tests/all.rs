@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{all, cmd, error, five, info_field, snapshot, Reply, Server};
+use common::{all, cmd, error, five, info_field, snapshot, Reply, Rng, Server};
 use redis::{ConnectionLike, Value};
 
 /// Both limits of one user, for an hour: a burst of 3 (one more an hour)
@@ -199,22 +199,6 @@ fn every_keys_effect_replicates_in_one_transaction() {
     let mut m = master.client();
     let replayed: Vec<_> = keys.iter().map(|k| snapshot(&mut m, k)).collect();
     assert_eq!(replayed, on_master);
-}
-
-/// A small deterministic PRNG (xorshift64*), so a failure replays exactly.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// Keys the fuzzer aims at: one per algorithm and position (so a key

@@ -4,29 +4,10 @@
 mod common;
 
 use common::{
-    cmd, default_commands, error, five, rate_commands, snapshot, Grammar, Reply, Sample, Server, COMMANDS,
+    cmd, default_commands, error, five, rate_commands, snapshot, Grammar, Reply, Rng, Sample, Server,
+    COMMANDS,
 };
 use redis::{Connection, ConnectionLike, Value};
-
-/// A small deterministic PRNG (xorshift64*), so a failure replays exactly.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
 
 /// Tokens meant to break parsers.
 fn nasty_token(rng: &mut Rng) -> Vec<u8> {

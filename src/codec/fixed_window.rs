@@ -1,7 +1,7 @@
 //! Fixed-window state as a 12-byte string: the tag `F`, the window start (µs,
 //! 7 bytes), the units allowed in it (4 bytes), little-endian.
 
-use super::{Fields, Fill, ValueCodec};
+use super::{Encoder, Fields, ValueCodec};
 use crate::store::Bytes;
 use rl_core::{FixedWindow, WindowCount};
 
@@ -23,7 +23,7 @@ impl ValueCodec for FixedWindowCodec {
     }
 
     fn encode(w: &WindowCount) -> Bytes {
-        Fill::<LEN>::tagged(TAG)
+        Encoder::<LEN>::tagged(TAG)
             .put(u128::from(w.start()), 7)
             .put(u128::from(w.count()), 4)
             .done()

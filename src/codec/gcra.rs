@@ -13,7 +13,7 @@
 //! plain decimal integer, or the decimal fraction `units/per_micro`. They are
 //! rewritten in the binary form at their next write.
 
-use super::{Fields, Fill, ValueCodec};
+use super::{Encoder, Fields, ValueCodec};
 use crate::decimal;
 use crate::store::Bytes;
 use rl_core::{Gcra, Tat};
@@ -50,11 +50,13 @@ impl ValueCodec for GcraCodec {
         if TICKS_PER_MICRO % per_micro == 0 {
             let ticks = tat.units().checked_mul(u128::from(TICKS_PER_MICRO / per_micro));
             if let Some(ticks) = ticks.and_then(|t| u64::try_from(t).ok()) {
-                return Fill::<TICKS_LEN>::tagged(TICKS).put(u128::from(ticks), 8).done();
+                return Encoder::<TICKS_LEN>::tagged(TICKS)
+                    .put(u128::from(ticks), 8)
+                    .done();
             }
         }
         // per_micro is at most 10^9 < 2^32, units below 2^110 (Tat::new).
-        Fill::<FRACTION_LEN>::tagged(FRACTION)
+        Encoder::<FRACTION_LEN>::tagged(FRACTION)
             .put(u128::from(per_micro), 4)
             .put(tat.units(), 14)
             .done()

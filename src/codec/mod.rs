@@ -111,16 +111,16 @@ impl<'a> Fields<'a> {
 
 /// Writes fixed-width little-endian fields into a value of `N` bytes; the
 /// widths are checked against `N` as they are written.
-pub(crate) struct Fill<const N: usize> {
+pub(crate) struct Encoder<const N: usize> {
     bytes: [u8; N],
     at: usize,
 }
 
-impl<const N: usize> Fill<N> {
+impl<const N: usize> Encoder<N> {
     pub(crate) fn tagged(tag: u8) -> Self {
         let mut bytes = [0; N];
         bytes[0] = tag;
-        Fill { bytes, at: 1 }
+        Encoder { bytes, at: 1 }
     }
 
     /// The low `width` bytes of `v`. Past the end of the value nothing is
@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn fields_read_what_fill_writes() {
-        let value = Fill::<12>::tagged(b'X')
+        let value = Encoder::<12>::tagged(b'X')
             .put(0x0001_0203_0405_0607, 7)
             .put(42, 4)
             .done();

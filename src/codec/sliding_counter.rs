@@ -2,7 +2,7 @@
 //! window start (µs, 7 bytes), the previous and the current window's counts
 //! (4 bytes each), little-endian.
 
-use super::{Fields, Fill, ValueCodec};
+use super::{Encoder, Fields, ValueCodec};
 use crate::store::Bytes;
 use rl_core::{SlidingCounter, WindowPair};
 
@@ -25,7 +25,7 @@ impl ValueCodec for SlidingCounterCodec {
     }
 
     fn encode(p: &WindowPair) -> Bytes {
-        Fill::<LEN>::tagged(TAG)
+        Encoder::<LEN>::tagged(TAG)
             .put(u128::from(p.start()), 7)
             .put(u128::from(p.previous()), 4)
             .put(u128::from(p.current()), 4)

@@ -3,7 +3,7 @@
 //! little-endian. 28 bytes keeps the value in Redis 7's 48-byte allocation
 //! class.
 
-use super::{Fields, Fill, ValueCodec};
+use super::{Encoder, Fields, ValueCodec};
 use crate::store::Bytes;
 use rl_core::{Instant, TokenBucket, Tokens};
 
@@ -26,7 +26,7 @@ impl ValueCodec for TokenBucketCodec {
 
     fn encode(tokens: &Tokens) -> Bytes {
         // Grains per token at most 10^15 < 2^56, the level at most 10^24 < 2^96.
-        Fill::<LEN>::tagged(TAG)
+        Encoder::<LEN>::tagged(TAG)
             .put(u128::from(tokens.updated_at().as_micros()), 8)
             .put(u128::from(tokens.grains_per_token()), 7)
             .put(tokens.level(), 12)
