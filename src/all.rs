@@ -126,7 +126,7 @@ fn parse<'a>(row: &Row, args: &'a [&'a [u8]], limits: &mut Few<Limit<'a>>) -> Re
         return Err(CommandError::WrongArity { command: row.name });
     };
     let numkeys = numkeys(first)?;
-    let too_few = || CommandError::TooFewLimits { numkeys };
+    let too_few = || miscounted(args, numkeys).unwrap_or(CommandError::TooFewLimits { numkeys });
     // At most 100: fits.
     let n = numkeys as usize;
     let names = args.get(2..2 + n).ok_or_else(too_few)?;
@@ -138,17 +138,33 @@ fn parse<'a>(row: &Row, args: &'a [&'a [u8]], limits: &mut Few<Limit<'a>>) -> Re
     let mut at = 2 + n;
     for position in 1..=n {
         let token = args.get(at).ok_or_else(too_few)?;
-        let (row, rate) = find_algorithm(token).ok_or_else(|| CommandError::UnknownAlgorithm {
-            position,
-            token: printable(token),
-            expected: expected(),
+        let (row, rate) = find_algorithm(token).ok_or_else(|| {
+            miscounted(args, numkeys).unwrap_or_else(|| CommandError::UnknownAlgorithm {
+                position,
+                token: printable(token),
+                expected: expected(),
+            })
         })?;
         let count = rate.params().len();
         let params = args.get(at + 1..at + 1 + count).ok_or_else(too_few)?;
         limits.push(Limit { row, rate, params });
         at += 1 + count;
     }
-    args::options(&args[at..], Accepts::MsPeekRefund)
+    args::options(&args[at..], Accepts::RATE)
+}
+
+/// When the limits do not parse: whether `numkeys` is what went wrong,
+/// because the first algorithm name stands after another number of keys
+/// (`RL.ALL 3 a FIXED 5 60`: one key, then a limit).
+#[cold]
+fn miscounted(args: &[&[u8]], numkeys: u64) -> Option<CommandError> {
+    let keys = args.get(2..)?;
+    let given = keys.iter().position(|token| find_algorithm(token).is_some())?;
+    (given >= 1 && given as u64 != numkeys).then(|| CommandError::KeysMiscounted {
+        numkeys,
+        given,
+        first: printable(keys[given]),
+    })
 }
 
 /// Whether two key names are the same. Keys of one request often share a
@@ -200,11 +216,13 @@ fn expected() -> String {
 /// type, a corrupt state) names the key already.
 fn in_limit(position: usize, limit: &Limit<'_>, error: CommandError) -> CommandError {
     match error {
-        CommandError::BadNumber { .. } | CommandError::WrongArity { .. } => CommandError::InLimit {
-            position,
-            algorithm: algorithm(limit.row),
-            error: Box::new(error),
-        },
+        CommandError::BadNumber { .. } | CommandError::OverCap { .. } | CommandError::WrongArity { .. } => {
+            CommandError::InLimit {
+                position,
+                algorithm: algorithm(limit.row),
+                error: Box::new(error),
+            }
+        }
         other => other,
     }
 }

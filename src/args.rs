@@ -13,7 +13,7 @@ pub struct Param {
     /// The upper bound; for a duration, in microseconds.
     pub max: u64,
     /// A lower upper bound set at run time (a module setting).
-    pub cap: Option<fn() -> u64>,
+    pub cap: Option<Cap>,
     /// A duration in the command's unit (seconds, or milliseconds with `MS`).
     pub duration: bool,
 }
@@ -40,8 +40,19 @@ pub const fn duration(name: &'static str) -> Param {
     }
 }
 
+/// An upper bound that a module setting lowers at run time.
+#[derive(Debug, Clone, Copy)]
+pub struct Cap {
+    /// The setting, as `CONFIG SET` names it.
+    pub setting: &'static str,
+    /// Its current value.
+    pub value: fn() -> u64,
+    /// The largest value it may be set to.
+    pub ceiling: u64,
+}
+
 /// `param`, with an upper bound lowered at run time by a module setting.
-pub const fn capped(param: Param, cap: fn() -> u64) -> Param {
+pub const fn capped(param: Param, cap: Cap) -> Param {
     Param {
         cap: Some(cap),
         ..param
@@ -57,9 +68,27 @@ impl Param {
             let per_unit = unit.micros_per_unit();
             let max = self.max.min(MAX_PERIOD_MICROS) / per_unit;
             Ok(parse_in_range(bytes, self.name, self.min, max)? * per_unit)
+        } else if let Some(cap) = self.cap {
+            let max = (cap.value)().min(self.max);
+            parse_in_range(bytes, self.name, self.min, max).map_err(|error| {
+                // A number past the setting's bound: say which setting
+                // raises it, while it can be raised.
+                let above = parse_redis_int(bytes).is_some_and(|v| v > 0 && v as u64 > max);
+                match error {
+                    CommandError::BadNumber { name, min, max } if above && max < cap.ceiling => {
+                        CommandError::OverCap {
+                            name,
+                            min,
+                            max,
+                            setting: cap.setting,
+                            ceiling: cap.ceiling,
+                        }
+                    }
+                    other => other,
+                }
+            })
         } else {
-            let max = self.cap.map_or(self.max, |cap| cap().min(self.max));
-            parse_in_range(bytes, self.name, self.min, max)
+            parse_in_range(bytes, self.name, self.min, self.max)
         }
     }
 }
@@ -76,13 +105,75 @@ pub struct Options {
     pub refund: bool,
 }
 
+/// One option word a command may take after its quantity. The words, the
+/// error texts that list them and `COMMAND DOCS` all come from here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opt {
+    Ms,
+    Peek,
+    Refund,
+}
+
+impl Opt {
+    /// The word as written in the grammar (matched in any case).
+    pub const fn word(self) -> &'static str {
+        match self {
+            Opt::Ms => "MS",
+            Opt::Peek => "PEEK",
+            Opt::Refund => "REFUND",
+        }
+    }
+
+    /// Its name in `COMMAND DOCS`.
+    pub const fn doc_name(self) -> &'static str {
+        match self {
+            Opt::Ms => "ms",
+            Opt::Peek => "peek",
+            Opt::Refund => "refund",
+        }
+    }
+
+    fn set(self, options: &mut Options) {
+        match self {
+            Opt::Ms => options.unit = TimeUnit::Millis,
+            Opt::Peek => options.peek = true,
+            Opt::Refund => options.refund = true,
+        }
+    }
+}
+
 /// The options a command takes after its quantity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Accepts {
-    /// `MS` and `PEEK` (the lease command).
-    MsPeek,
-    /// `MS`, `PEEK` and `REFUND` (the rate commands, alone or several at once).
-    MsPeekRefund,
+pub struct Accepts(pub &'static [Opt]);
+
+impl Accepts {
+    /// The rate commands, alone or several at once.
+    pub const RATE: Accepts = Accepts(&[Opt::Ms, Opt::Peek, Opt::Refund]);
+    /// The lease command.
+    pub const LEASE: Accepts = Accepts(&[Opt::Ms, Opt::Peek]);
+    /// A command that takes only a unit.
+    pub const UNIT: Accepts = Accepts(&[Opt::Ms]);
+
+    pub fn options(self) -> impl Iterator<Item = Opt> {
+        self.0.iter().copied()
+    }
+
+    /// The option `token` names, if this command takes it.
+    fn find(self, token: &[u8]) -> Option<Opt> {
+        self.options()
+            .find(|o| token.eq_ignore_ascii_case(o.word().as_bytes()))
+    }
+
+    /// The words, joined for a sentence: `MS, PEEK or REFUND` (`last`: "or"
+    /// or "and").
+    pub fn words(self, last: &str) -> String {
+        let words: Vec<&str> = self.options().map(Opt::word).collect();
+        match words.split_last() {
+            Some((only, [])) => (*only).to_string(),
+            Some((final_word, rest)) => format!("{} {last} {final_word}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
 }
 
 /// Parse a decimal integer exactly as Redis does (`string2ll`): optional `-`,
@@ -196,36 +287,34 @@ pub fn options(args: &[&[u8]], accepts: Accepts) -> Result<Options, CommandError
         }
     }
     for token in rest {
-        if token.eq_ignore_ascii_case(b"MS") {
-            options.unit = TimeUnit::Millis;
-        } else if token.eq_ignore_ascii_case(b"PEEK") {
-            options.peek = true;
-        } else if accepts == Accepts::MsPeekRefund && token.eq_ignore_ascii_case(b"REFUND") {
-            options.refund = true;
-        } else {
-            return Err(CommandError::UnknownOption {
-                token: printable(token),
-                expected: match accepts {
-                    Accepts::MsPeek => "MS or PEEK",
-                    Accepts::MsPeekRefund => "MS, PEEK or REFUND",
-                },
-            });
+        match accepts.find(token) {
+            Some(option) => option.set(&mut options),
+            None => return Err(unknown_option(token, accepts, true)),
         }
     }
     Ok(options)
+}
+
+/// The error for `token` where one of `accepts` was expected. A token that
+/// starts like a number was probably meant as the quantity, of a command
+/// that takes one (`takes_quantity`): say where that goes.
+#[cold]
+fn unknown_option(token: &[u8], accepts: Accepts, takes_quantity: bool) -> CommandError {
+    let numeric = token.first().is_some_and(|b| b.is_ascii_digit() || *b == b'-');
+    CommandError::UnknownOption {
+        token: printable(token),
+        accepts,
+        misplaced_quantity: takes_quantity && numeric,
+    }
 }
 
 /// `[MS]`, the only option of a command that takes no quantity: the unit.
 pub fn unit_only(args: &[&[u8]]) -> Result<TimeUnit, CommandError> {
     let mut unit = TimeUnit::Seconds;
     for token in args {
-        if token.eq_ignore_ascii_case(b"MS") {
-            unit = TimeUnit::Millis;
-        } else {
-            return Err(CommandError::UnknownOption {
-                token: printable(token),
-                expected: "MS",
-            });
+        match Accepts::UNIT.find(token) {
+            Some(_) => unit = TimeUnit::Millis,
+            None => return Err(unknown_option(token, Accepts::UNIT, false)),
         }
     }
     Ok(unit)
@@ -338,7 +427,7 @@ mod tests {
         let (positional, rest) = args
             .split_at_checked(N)
             .ok_or(CommandError::WrongArity { command })?;
-        let options = options(rest, Accepts::MsPeekRefund)?;
+        let options = options(rest, Accepts::RATE)?;
         Ok((params(command, spec, positional, options.unit)?, options))
     }
 
@@ -377,34 +466,67 @@ mod tests {
     #[test]
     fn refund_only_where_accepted() {
         let tokens: [&[u8]; 2] = [b"2", b"REFUND"];
-        assert!(options(&tokens, Accepts::MsPeekRefund).unwrap().refund);
+        assert!(options(&tokens, Accepts::RATE).unwrap().refund);
         assert_eq!(
-            options(&tokens, Accepts::MsPeek),
+            options(&tokens, Accepts::LEASE),
             Err(CommandError::UnknownOption {
                 token: "REFUND".into(),
-                expected: "MS or PEEK"
+                accepts: Accepts::LEASE,
+                misplaced_quantity: false,
             })
         );
         assert_eq!(
-            options(&[b"FAST"], Accepts::MsPeekRefund),
-            Err(CommandError::UnknownOption {
-                token: "FAST".into(),
-                expected: "MS, PEEK or REFUND"
-            })
+            options(&[b"FAST"], Accepts::RATE).unwrap_err().to_string(),
+            "ERR syntax error: unknown option 'FAST' (expected MS, PEEK or REFUND)"
         );
     }
 
     #[test]
-    fn a_run_time_cap_lowers_the_bound() {
-        const CAPPED: [Param; 1] = [capped(number("limit", 1, MAX_LIMIT), || 100)];
+    fn a_number_among_the_options_says_where_quantity_goes() {
+        for tokens in [&[&b"MS"[..], b"5"][..], &[b"5", b"6"], &[b"PEEK", b"-1"]] {
+            let error = options(tokens, Accepts::RATE).unwrap_err();
+            assert!(
+                error.to_string().ends_with(
+                    "(expected MS, PEEK or REFUND; quantity comes right after the parameters, before any option)"
+                ),
+                "{tokens:?}: {error}"
+            );
+        }
+        assert_eq!(
+            unit_only(&[b"5"]).unwrap_err().to_string(),
+            "ERR syntax error: unknown option '5' (expected MS)"
+        );
+    }
+
+    const CAP: Cap = Cap {
+        setting: "ratelimit.test_max",
+        value: || 100,
+        ceiling: 1000,
+    };
+
+    #[test]
+    fn a_run_time_cap_lowers_the_bound_and_names_its_setting() {
+        const CAPPED: [Param; 1] = [capped(number("limit", 1, MAX_LIMIT), CAP)];
         let parse_limit = |v: &str| parse("rl.test", &CAPPED, &[v.as_bytes()]);
         assert_eq!(parse_limit("100").unwrap().0, [100]);
         assert_eq!(
-            parse_limit("101"),
+            parse_limit("101").unwrap_err().to_string(),
+            "ERR limit must be an integer from 1 to 100 (CONFIG SET ratelimit.test_max raises the cap, up to 1000)"
+        );
+        // At its ceiling, the setting can raise nothing.
+        const AT_CEILING: [Param; 1] = [capped(
+            number("limit", 1, MAX_LIMIT),
+            Cap {
+                value: || 1000,
+                ..CAP
+            },
+        )];
+        assert_eq!(
+            parse("rl.test", &AT_CEILING, &[b"1001"]),
             Err(CommandError::BadNumber {
                 name: "limit",
                 min: 1,
-                max: 100
+                max: 1000
             })
         );
     }
@@ -455,14 +577,16 @@ mod tests {
             p(&["1", "1", "PEKK"]),
             Err(CommandError::UnknownOption {
                 token: "PEKK".into(),
-                expected: "MS, PEEK or REFUND"
+                accepts: Accepts::RATE,
+                misplaced_quantity: false,
             })
         );
         assert_eq!(
             p(&["1", "1", "MS", "5"]),
             Err(CommandError::UnknownOption {
                 token: "5".into(),
-                expected: "MS, PEEK or REFUND"
+                accepts: Accepts::RATE,
+                misplaced_quantity: true,
             })
         );
         assert!(matches!(

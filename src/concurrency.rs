@@ -10,7 +10,7 @@
 
 use crate::args::{self, number, Accepts, Param};
 use crate::codec::concurrency::{decode, plan, LeaseView};
-use crate::error::{printable, CommandError};
+use crate::error::CommandError;
 use crate::registry::{self, Row};
 use crate::reply::Reply;
 use crate::stats::Field;
@@ -33,10 +33,12 @@ fn with_leases<K: Key + ?Sized, T>(
     key: &mut K,
     decide: impl FnOnce(Option<&LeaseView<'_>>) -> (T, Option<LeaseUpdate>),
 ) -> Result<(T, Option<(Write, u64)>), CommandError> {
-    let problem = {
+    let (problem, holder) = {
         let state = match key.read() {
             Content::Empty => Ok(None),
-            Content::String(bytes) => decode(bytes).map(Some),
+            Content::String(bytes) => decode(bytes)
+                .map(Some)
+                .map_err(|problem| (problem, registry::holder_of(bytes))),
             Content::Other => return Err(CommandError::WrongType),
         };
         match state {
@@ -45,14 +47,11 @@ fn with_leases<K: Key + ?Sized, T>(
                 let write = update.map(|u| (plan(state.as_ref(), &u), u.expired));
                 return Ok((answer, write));
             }
-            Err(problem) => problem,
+            Err(unreadable) => unreadable,
         }
     };
-    Err(CommandError::CorruptState {
-        key: printable(key.name()),
-        command: registry::leases_row().map_or(row.name, |r| r.name),
-        problem,
-    })
+    let command = registry::leases_row().map_or(row.name, |r| r.name);
+    Err(CommandError::state(key.name(), command, problem, holder))
 }
 
 /// Write the planned update, and count the leases it found expired.
@@ -76,7 +75,7 @@ pub fn acquire<S: Keyspace>(
     now: Instant,
     keys: &S,
 ) -> Result<Reply, CommandError> {
-    let (numbers, options) = args::after_key(row.name, args, params.len(), Accepts::MsPeek)?;
+    let (numbers, options) = args::after_key(row.name, args, params.len(), Accepts::LEASE)?;
     let [limit, timeout] = args::params(row.name, params, numbers, options.unit)?;
     let limiter = Concurrency::new(limit, timeout)
         .map_err(|ParamError::OutOfRange { name, min, max }| CommandError::BadNumber { name, min, max })?;

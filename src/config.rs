@@ -1,5 +1,6 @@
 //! Module settings: `CONFIG GET/SET ratelimit.<name>`, or `loadmodule` arguments.
 
+use crate::args::Cap;
 use crate::decimal;
 use crate::error::printable;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -17,6 +18,13 @@ pub fn sliding_log_max_limit() -> u64 {
     positive(&SLIDING_LOG_MAX_LIMIT)
 }
 
+/// The bound it sets on the sliding log's `limit`.
+pub const SLIDING_LOG_CAP: Cap = Cap {
+    setting: "ratelimit.sliding_log_max_limit",
+    value: sliding_log_max_limit,
+    ceiling: SLIDING_LOG_MAX_LIMIT_MAX as u64,
+};
+
 /// Default of `ratelimit.concurrency_max_limit`.
 pub const CONCURRENCY_MAX_LIMIT_DEFAULT: i64 = 10_000;
 /// Largest value it may be set to (20 MB of leases per key at most).
@@ -30,6 +38,13 @@ pub static CONCURRENCY_MAX_LIMIT: AtomicI64 = AtomicI64::new(CONCURRENCY_MAX_LIM
 pub fn concurrency_max_limit() -> u64 {
     positive(&CONCURRENCY_MAX_LIMIT)
 }
+
+/// The bound it sets on the lease command's `limit`.
+pub const CONCURRENCY_CAP: Cap = Cap {
+    setting: "ratelimit.concurrency_max_limit",
+    value: concurrency_max_limit,
+    ceiling: CONCURRENCY_MAX_LIMIT_MAX as u64,
+};
 
 fn positive(setting: &AtomicI64) -> u64 {
     u64::try_from(setting.load(Ordering::Relaxed)).unwrap_or(1).max(1)

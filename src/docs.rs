@@ -2,7 +2,7 @@
 //! hints, built from the registry (the server's structures are filled from
 //! it when the module loads).
 
-use crate::args::{Accepts, Param};
+use crate::args::{Accepts, Opt, Param};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArgKind {
@@ -79,17 +79,16 @@ pub fn params(params: &[Param]) -> impl Iterator<Item = DocArg> + '_ {
     params.iter().map(|p| DocArg::integer(p.name))
 }
 
-/// `[quantity] [MS] [PEEK]`, and `[REFUND]` where the command accepts it.
+/// One option word, as an optional pure token.
+pub fn option(option: Opt) -> DocArg {
+    DocArg::option(option.word(), option.doc_name())
+}
+
+/// `[quantity]`, then the options the command accepts.
 pub fn options(accepts: Accepts) -> Vec<DocArg> {
-    let mut options = vec![
-        DocArg::integer("quantity").optional(),
-        DocArg::option("MS", "ms"),
-        DocArg::option("PEEK", "peek"),
-    ];
-    if accepts == Accepts::MsPeekRefund {
-        options.push(DocArg::option("REFUND", "refund"));
-    }
-    options
+    std::iter::once(DocArg::integer("quantity").optional())
+        .chain(accepts.options().map(option))
+        .collect()
 }
 
 /// A group of arguments, introduced by `token` when there is one.
@@ -109,8 +108,8 @@ pub fn one_of(name: &'static str, alternatives: Vec<DocArg>) -> DocArg {
     }
 }
 
-/// `key params... [quantity] [MS] [PEEK] [REFUND]`, the grammar of a rate
-/// command (without `REFUND` for the lease command).
+/// `key params... [quantity]` and the options `accepts` names: the grammar
+/// of a rate command or of the lease command.
 pub fn rate(spec: &[Param], accepts: Accepts) -> Vec<DocArg> {
     std::iter::once(DocArg::key("key"))
         .chain(params(spec))

@@ -1,6 +1,7 @@
 //! The one table of error replies. Every message starts with `ERR` (or is
 //! Redis's own `WRONGTYPE`) and names the argument or key at fault.
 
+use crate::args::Accepts;
 use std::fmt;
 
 /// Why a command could not run. Nothing has been changed when one is
@@ -11,15 +12,29 @@ pub enum CommandError {
     WrongArity { command: &'static str },
     /// A number that does not parse, or is out of its range.
     BadNumber { name: &'static str, min: u64, max: u64 },
-    /// A token where an option was expected that is not one.
-    /// `expected`: the options the command takes.
-    UnknownOption { token: String, expected: &'static str },
+    /// The same, for a number whose upper bound is a module setting that
+    /// can be raised up to `ceiling`.
+    OverCap {
+        name: &'static str,
+        min: u64,
+        max: u64,
+        setting: &'static str,
+        ceiling: u64,
+    },
+    /// A token where an option was expected that is not one of those the
+    /// command `accepts`; `misplaced_quantity`: it looks like a number.
+    UnknownOption {
+        token: String,
+        accepts: Accepts,
+        misplaced_quantity: bool,
+    },
     /// An option given to a command that takes none (redis-cell's grammar).
-    /// `instead`: the command that takes them.
+    /// `instead`: the command that takes them, and which.
     NoOptions {
         command: &'static str,
         token: String,
         instead: &'static str,
+        accepts: Accepts,
     },
     /// The key holds another Redis type.
     WrongType,
@@ -30,8 +45,22 @@ pub enum CommandError {
         command: &'static str,
         problem: &'static str,
     },
+    /// The key holds the state of another algorithm (`holder`: its
+    /// command), not of `command`'s.
+    ForeignState {
+        key: String,
+        command: &'static str,
+        holder: &'static str,
+    },
     /// Several limits at once: `numkeys` names more keys and limits than follow it.
     TooFewLimits { numkeys: u64 },
+    /// Several limits at once: `numkeys` says one number of keys, the first
+    /// algorithm name (`first`) stands after another.
+    KeysMiscounted {
+        numkeys: u64,
+        given: usize,
+        first: String,
+    },
     /// Several limits at once: a key given twice.
     DuplicateKey { key: String },
     /// Several limits at once: a limit whose algorithm is not one the module knows.
@@ -62,21 +91,43 @@ impl fmt::Display for CommandError {
             CommandError::BadNumber { name, min, max } => {
                 write!(f, "ERR {name} must be an integer from {min} to {max}")
             }
-            CommandError::UnknownOption { token, expected } => {
+            CommandError::OverCap {
+                name,
+                min,
+                max,
+                setting,
+                ceiling,
+            } => write!(
+                f,
+                "ERR {name} must be an integer from {min} to {max} (CONFIG SET {setting} raises the cap, up to {ceiling})"
+            ),
+            CommandError::UnknownOption {
+                token,
+                accepts,
+                misplaced_quantity,
+            } => {
+                let expected = accepts.words("or");
+                let hint = if *misplaced_quantity {
+                    "; quantity comes right after the parameters, before any option"
+                } else {
+                    ""
+                };
                 write!(
                     f,
-                    "ERR syntax error: unknown option '{token}' (expected {expected})"
+                    "ERR syntax error: unknown option '{token}' (expected {expected}{hint})"
                 )
             }
             CommandError::NoOptions {
                 command,
                 token,
                 instead,
+                accepts,
             } => {
                 write!(
                     f,
-                    "ERR syntax error: '{command}' takes no options, got '{token}' ({} takes MS and PEEK)",
-                    instead.to_ascii_uppercase()
+                    "ERR syntax error: '{command}' takes no options, got '{token}' ({} takes {})",
+                    instead.to_ascii_uppercase(),
+                    accepts.words("and")
                 )
             }
             CommandError::WrongType => {
@@ -93,8 +144,21 @@ impl fmt::Display for CommandError {
                     command.to_ascii_uppercase()
                 )
             }
+            CommandError::ForeignState { key, command, holder } => write!(
+                f,
+                "ERR key '{key}' holds an {} state, not an {} one (use another key, or DEL it to start over)",
+                holder.to_ascii_uppercase(),
+                command.to_ascii_uppercase()
+            ),
             CommandError::TooFewLimits { numkeys } => {
                 write!(f, "ERR numkeys is {numkeys}, but fewer keys and limits follow")
+            }
+            CommandError::KeysMiscounted { numkeys, given, first } => {
+                let keys = if *given == 1 { "key was" } else { "keys were" };
+                write!(
+                    f,
+                    "ERR numkeys is {numkeys}, but {given} {keys} given before the first algorithm ('{first}')"
+                )
             }
             CommandError::DuplicateKey { key } => write!(f, "ERR key '{key}' is given twice"),
             CommandError::UnknownAlgorithm {
@@ -119,6 +183,32 @@ impl fmt::Display for CommandError {
             CommandError::Internal => {
                 f.write_str("ERR internal error in the ratelimit module (the request was not applied)")
             }
+        }
+    }
+}
+
+impl CommandError {
+    /// The error for `key`, which holds a string that is not a valid state
+    /// for `command` (`problem` says why), or the state of `holder`'s
+    /// algorithm.
+    #[cold]
+    pub fn state(
+        key: &[u8],
+        command: &'static str,
+        problem: &'static str,
+        holder: Option<&'static str>,
+    ) -> CommandError {
+        match holder {
+            Some(holder) if holder != command => CommandError::ForeignState {
+                key: printable(key),
+                command,
+                holder,
+            },
+            _ => CommandError::CorruptState {
+                key: printable(key),
+                command,
+                problem,
+            },
         }
     }
 }

@@ -4,8 +4,8 @@
 
 use crate::args::{self, Accepts, Options, Param};
 use crate::codec::Codec;
-use crate::error::{printable, CommandError};
-use crate::registry::Row;
+use crate::error::CommandError;
+use crate::registry::{self, Row};
 use crate::reply::Reply;
 use crate::stats::Field;
 use crate::store::{Content, Key, Keyspace, Write};
@@ -47,6 +47,10 @@ pub trait Rate: Sync {
         now: Instant,
         key: &mut dyn Key,
     ) -> Result<Judged, CommandError>;
+
+    /// Whether `bytes` are a state of this algorithm: its own first byte
+    /// and a valid shape.
+    fn holds(&self, bytes: &[u8]) -> bool;
 }
 
 impl<C: Codec, const N: usize> Rate for Algorithm<C, N> {
@@ -68,6 +72,10 @@ impl<C: Codec, const N: usize> Rate for Algorithm<C, N> {
         })?;
         judge::<C>(row, &limiter, options, now, key)
     }
+
+    fn holds(&self, bytes: &[u8]) -> bool {
+        bytes.first().is_some_and(|tag| C::TAGS.contains(tag)) && C::decode(bytes).is_ok()
+    }
 }
 
 /// `row.name key params... [quantity] [MS] [PEEK]`: `args[0]` is the
@@ -79,7 +87,7 @@ pub fn command<S: Keyspace>(
     now: Instant,
     keys: &S,
 ) -> Result<Reply, CommandError> {
-    let (params, options) = args::after_key(row.name, args, rate.params().len(), Accepts::MsPeekRefund)?;
+    let (params, options) = args::after_key(row.name, args, rate.params().len(), Accepts::RATE)?;
     let mut key = keys.open(1)?;
     let judged = rate.judge(row, params, &options, now, &mut key)?;
     if let Some(write) = &judged.write {
@@ -113,10 +121,13 @@ fn judge<C: Codec>(
     now: Instant,
     key: &mut dyn Key,
 ) -> Result<Judged, CommandError> {
-    let problem = {
+    let (problem, holder) = {
         let state = match key.read() {
             Content::Empty => Ok(None),
-            Content::String(bytes) => C::decode(bytes).map(Some),
+            // Which algorithm's state it is instead, only on the error path.
+            Content::String(bytes) => C::decode(bytes)
+                .map(Some)
+                .map_err(|problem| (problem, registry::holder_of(bytes))),
             Content::Other => return Err(CommandError::WrongType),
         };
         match state {
@@ -158,12 +169,8 @@ fn judge<C: Codec>(
                     logged,
                 });
             }
-            Err(problem) => problem,
+            Err(unreadable) => unreadable,
         }
     };
-    Err(CommandError::CorruptState {
-        key: printable(key.name()),
-        command: row.name,
-        problem,
-    })
+    Err(CommandError::state(key.name(), row.name, problem, holder))
 }

@@ -81,13 +81,9 @@ impl Row {
 
     pub fn doc_args(&self) -> Vec<DocArg> {
         match &self.kind {
-            Kind::Rate(rate) => docs::rate(rate.params(), Accepts::MsPeekRefund),
-            Kind::ClThrottle => {
-                // No options: the key, the parameters, the quantity.
-                let mut args = docs::rate(&GCRA.params, Accepts::MsPeek);
-                args.truncate(1 + GCRA.params.len() + 1);
-                args
-            }
+            Kind::Rate(rate) => docs::rate(rate.params(), Accepts::RATE),
+            // No options: the key, the parameters, the quantity.
+            Kind::ClThrottle => docs::rate(&GCRA.params, Accepts(&[])),
             Kind::All => {
                 let algorithms = rates()
                     .map(|(row, rate)| {
@@ -102,17 +98,19 @@ impl Row {
                     docs::one_of("limit", algorithms).multiple(),
                 ]
                 .into_iter()
-                .chain(docs::options(Accepts::MsPeekRefund))
+                .chain(docs::options(Accepts::RATE))
                 .collect()
             }
-            Kind::Concurrency(params) => docs::rate(params.as_slice(), Accepts::MsPeek),
+            Kind::Concurrency(params) => docs::rate(params.as_slice(), Accepts::LEASE),
             Kind::Release => vec![DocArg::key("key"), DocArg::integer("lease")],
-            Kind::Renew => vec![
+            Kind::Renew => [
                 DocArg::key("key"),
                 DocArg::integer("lease"),
                 DocArg::integer("timeout"),
-                DocArg::option("MS", "ms"),
-            ],
+            ]
+            .into_iter()
+            .chain(Accepts::UNIT.options().map(docs::option))
+            .collect(),
         }
     }
 }
@@ -212,7 +210,7 @@ pub static COMMANDS: [Row; 10] = [
         kind: Kind::Rate(&Algorithm::<SlidingLogCodec, 2> {
             // Memory grows with the limit: capped by a module setting.
             params: [
-                capped(number("limit", 1, MAX_LIMIT), config::sliding_log_max_limit),
+                capped(number("limit", 1, MAX_LIMIT), config::SLIDING_LOG_CAP),
                 duration("window"),
             ],
             build: |[limit, window]| SlidingLog::new(limit, window),
@@ -266,7 +264,7 @@ pub static COMMANDS: [Row; 10] = [
         keys: Keys::First,
         kind: Kind::Concurrency(&[
             // Memory grows with the leases held: capped by a module setting.
-            capped(number("limit", 1, MAX_LIMIT), config::concurrency_max_limit),
+            capped(number("limit", 1, MAX_LIMIT), config::CONCURRENCY_CAP),
             duration("timeout"),
         ]),
         info: "concurrency",
@@ -333,6 +331,20 @@ pub fn rates() -> impl Iterator<Item = (&'static Row, &'static dyn Rate)> {
     })
 }
 
+/// The command whose algorithm's state `bytes` hold, as their first byte
+/// (each algorithm's own) and their shape tell: for the error of another
+/// command on that key.
+pub fn holder_of(bytes: &[u8]) -> Option<&'static str> {
+    COMMANDS.iter().find_map(|row| {
+        let holds = match row.kind {
+            Kind::Rate(rate) => rate.holds(bytes),
+            Kind::Concurrency(_) => crate::codec::concurrency::holds(bytes),
+            _ => false,
+        };
+        holds.then_some(row.name)
+    })
+}
+
 /// The row of `RL.CONCURRENCY`, whose `INFO` counts every lease expiry
 /// and whose name the leases' errors use.
 pub fn leases_row() -> Option<&'static Row> {
@@ -366,6 +378,7 @@ fn cl_throttle<S: Keyspace>(
             command: row.name,
             token: printable(option),
             instead: gcra.name,
+            accepts: Accepts::RATE,
         });
     }
     if args.len() > 6 {

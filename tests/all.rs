@@ -45,6 +45,32 @@ fn keys_are_declared_for_getkeys_and_command_info() {
     assert!(!text.contains("\"fast\""), "{text}");
 }
 
+/// A miscounted `numkeys` is named as such, not as an unknown algorithm,
+/// and nothing is written.
+#[test]
+fn a_miscounted_numkeys_is_named() {
+    let s = Server::start();
+    let mut c = s.client();
+    for (args, expected) in [
+        (
+            &["RL.ALL", "3", "a", "FIXED", "5", "60"][..],
+            "ERR numkeys is 3, but 1 key was given before the first algorithm ('FIXED')",
+        ),
+        (
+            &["RL.ALL", "1", "a", "b", "gcra", "5", "1", "60"],
+            "ERR numkeys is 1, but 2 keys were given before the first algorithm ('gcra')",
+        ),
+        (
+            &["RL.ALL", "2", "a", "b", "FIXED", "5", "60", "LEAKY", "1", "1"],
+            "ERR limit 2: unknown algorithm 'LEAKY' (expected GCRA, TOKEN_BUCKET, FIXED, SLIDING_LOG or SLIDING_COUNTER)",
+        ),
+    ] {
+        assert_eq!(error(&mut c, args), expected, "{args:?}");
+    }
+    let keys: Vec<String> = cmd(&["KEYS", "*"]).query(&mut c).unwrap();
+    assert!(keys.is_empty(), "{keys:?}");
+}
+
 /// A user allowed `~allowed:*` may run RL.ALL only when every key matches.
 #[test]
 fn acl_key_patterns_apply_to_every_key() {

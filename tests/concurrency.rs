@@ -113,7 +113,7 @@ fn leases_fill_refuse_and_free() {
         .unwrap_err();
     assert_eq!(
         common::error_text(&e),
-        "ERR limit must be an integer from 1 to 10000"
+        "ERR limit must be an integer from 1 to 10000 (CONFIG SET ratelimit.concurrency_max_limit raises the cap, up to 1000000)"
     );
     cmd(&["CONFIG", "SET", "ratelimit.concurrency_max_limit", "20000"])
         .query::<()>(&mut c)

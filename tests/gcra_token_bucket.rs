@@ -472,7 +472,7 @@ fn argument_errors_name_the_argument() {
         ),
         (
             &["RL.GCRA", "k", "1", "1", "1", "1", "MS", "2"],
-            "ERR syntax error: unknown option '2' (expected MS, PEEK or REFUND)",
+            "ERR syntax error: unknown option '2' (expected MS, PEEK or REFUND; quantity comes right after the parameters, before any option)",
         ),
         (
             &["RL.TOKEN_BUCKET", "k", "0", "1", "1"],
@@ -785,16 +785,16 @@ fn cl_throttle_drop_in() {
     // redis-cell's grammar only: no options, no extra arguments.
     assert_eq!(
         error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "MS"]),
-        "ERR syntax error: 'cl.throttle' takes no options, got 'MS' (RL.GCRA takes MS and PEEK)"
+        "ERR syntax error: 'cl.throttle' takes no options, got 'MS' (RL.GCRA takes MS, PEEK and REFUND)"
     );
     assert_eq!(
         error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "peek"]),
-        "ERR syntax error: 'cl.throttle' takes no options, got 'peek' (RL.GCRA takes MS and PEEK)"
+        "ERR syntax error: 'cl.throttle' takes no options, got 'peek' (RL.GCRA takes MS, PEEK and REFUND)"
     );
     // An option after the quantity is named too, not counted as an argument.
     assert_eq!(
         error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "1", "PEEK"]),
-        "ERR syntax error: 'cl.throttle' takes no options, got 'PEEK' (RL.GCRA takes MS and PEEK)"
+        "ERR syntax error: 'cl.throttle' takes no options, got 'PEEK' (RL.GCRA takes MS, PEEK and REFUND)"
     );
     assert_eq!(
         error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "1", "2"]),

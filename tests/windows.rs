@@ -273,7 +273,7 @@ fn argument_errors() {
         ),
         (
             &["RL.SLIDING_LOG", "k", "10001", "1"],
-            "ERR limit must be an integer from 1 to 10000",
+            "ERR limit must be an integer from 1 to 10000 (CONFIG SET ratelimit.sliding_log_max_limit raises the cap, up to 1000000)",
         ),
         (
             &["RL.SLIDING_LOG", "k", "1", "1", "-3"],
@@ -294,7 +294,15 @@ fn argument_errors() {
     );
     assert_eq!(
         error(&mut c, &["RL.SLIDING_LOG", "k", "20001", "1"]),
-        "ERR limit must be an integer from 1 to 20000"
+        "ERR limit must be an integer from 1 to 20000 (CONFIG SET ratelimit.sliding_log_max_limit raises the cap, up to 1000000)"
+    );
+    // At its ceiling, there is no setting left to raise.
+    cmd(&["CONFIG", "SET", "ratelimit.sliding_log_max_limit", "1000000"])
+        .query::<()>(&mut c)
+        .unwrap();
+    assert_eq!(
+        error(&mut c, &["RL.SLIDING_LOG", "k", "1000001", "1"]),
+        "ERR limit must be an integer from 1 to 1000000"
     );
 }
 
@@ -324,7 +332,7 @@ fn the_cap_can_be_set_when_loading() {
     );
     assert_eq!(
         error(&mut c, &["RL.SLIDING_LOG", "k", "51", "1"]),
-        "ERR limit must be an integer from 1 to 50"
+        "ERR limit must be an integer from 1 to 50 (CONFIG SET ratelimit.sliding_log_max_limit raises the cap, up to 1000000)"
     );
 }
 
@@ -344,9 +352,9 @@ fn wrong_type_and_corrupt_state_change_nothing() {
             assert_eq!(snapshot(&mut c, key), before);
         }
     }
-    // Every algorithm's own state, read by each of the others, is corrupt.
-    // (The samples' windows do not end, nor their keys expire, during the
-    // test.)
+    // Every algorithm's own state, read by each of the others, is an error
+    // that names the algorithm the key holds. (The samples' windows do not
+    // end, nor their keys expire, during the test.)
     for writer in rate_commands() {
         five(&mut c, &writer.call(&writer.lower(), &[]));
     }
@@ -356,14 +364,12 @@ fn wrong_type_and_corrupt_state_change_nothing() {
         for reader in rate_commands().filter(|r| r != &writer) {
             let before = snapshot(&mut c, key);
             let e = error(&mut c, &reader.call(key, &[]));
-            assert!(
-                e.starts_with(&format!(
-                    "ERR key '{key}' does not hold a valid {} state: ",
-                    reader.name
-                )),
-                "{} on {}'s state: {e}",
-                reader.name,
-                writer.name
+            assert_eq!(
+                e,
+                format!(
+                    "ERR key '{key}' holds an {} state, not an {} one (use another key, or DEL it to start over)",
+                    writer.name, reader.name
+                ),
             );
             assert_eq!(snapshot(&mut c, key), before);
         }

@@ -92,6 +92,12 @@ impl LeaseView<'_> {
 
 /// Read a stored value. Stored bytes are untrusted: every record is checked
 /// (ids ascending and at most the last id, at least one unit).
+/// Whether `bytes` are a lease list (for the error of another command on
+/// its key).
+pub fn holds(bytes: &[u8]) -> bool {
+    bytes.first() == Some(&TAG) && decode(bytes).is_ok()
+}
+
 pub fn decode(bytes: &[u8]) -> Result<LeaseView<'_>, &'static str> {
     let (header, records) = bytes.split_at_checked(HEADER).ok_or(SHAPE)?;
     if header[0] != TAG || records.len() % RECORD != 0 {

@@ -13,6 +13,7 @@ const LEN: usize = 12;
 impl ValueCodec for FixedWindowCodec {
     type Value = WindowCount;
     type Limiter = FixedWindow;
+    const TAGS: &'static [u8] = &[TAG];
     const SHARE_NEW: bool = true;
 
     fn decode(bytes: &[u8]) -> Result<WindowCount, &'static str> {

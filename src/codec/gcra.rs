@@ -31,6 +31,7 @@ const OUT_OF_RANGE: &str = "theoretical arrival time out of range";
 impl ValueCodec for GcraCodec {
     type Value = Tat;
     type Limiter = Gcra;
+    const TAGS: &'static [u8] = &[TICKS, FRACTION];
 
     fn decode(bytes: &[u8]) -> Result<Tat, &'static str> {
         if let Some(mut f) = Fields::tagged(bytes, TICKS, TICKS_LEN) {

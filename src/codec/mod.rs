@@ -27,6 +27,9 @@ pub type RefundOf<C> = <<C as Codec>::Limiter as Limiter>::Refund;
 /// How one algorithm's state lives in a Redis string.
 pub trait Codec: 'static {
     type Limiter: Limiter;
+    /// The first bytes this algorithm's states start with, and no other
+    /// algorithm's do: they tell a key's algorithm apart.
+    const TAGS: &'static [u8];
 
     /// Parse a stored value.
     fn decode(bytes: &[u8]) -> Result<StateOf<'_, Self>, &'static str>;
@@ -48,6 +51,8 @@ pub trait Codec: 'static {
 /// A codec that stores the whole state as one small value.
 pub trait ValueCodec: 'static {
     type Value;
+    /// See [`Codec::TAGS`].
+    const TAGS: &'static [u8];
     type Limiter: for<'a> Limiter<State<'a> = Self::Value, Change = Self::Value, Refund = Self::Value>;
     /// Whether new limiters start from equal values often enough to share
     /// one object: true for the window counters, whose first state depends
@@ -60,6 +65,7 @@ pub trait ValueCodec: 'static {
 
 impl<T: ValueCodec> Codec for T {
     type Limiter = T::Limiter;
+    const TAGS: &'static [u8] = T::TAGS;
 
     fn decode(bytes: &[u8]) -> Result<T::Value, &'static str> {
         <T as ValueCodec>::decode(bytes)

@@ -14,6 +14,7 @@ const LEN: usize = 16;
 impl ValueCodec for SlidingCounterCodec {
     type Value = WindowPair;
     type Limiter = SlidingCounter;
+    const TAGS: &'static [u8] = &[TAG];
     const SHARE_NEW: bool = true;
 
     fn decode(bytes: &[u8]) -> Result<WindowPair, &'static str> {

@@ -142,6 +142,7 @@ fn shed(log: &LogView<'_>, shed: &Shed, expire_at_ms: u64) -> Write {
 
 impl Codec for SlidingLogCodec {
     type Limiter = SlidingLog;
+    const TAGS: &'static [u8] = &[TAG];
 
     fn decode(bytes: &[u8]) -> Result<LogView<'_>, &'static str> {
         const SHAPE: &str = "expected 'L', a 4-byte ring position and 8-byte instants";

@@ -15,6 +15,7 @@ const LEN: usize = 28;
 impl ValueCodec for TokenBucketCodec {
     type Value = Tokens;
     type Limiter = TokenBucket;
+    const TAGS: &'static [u8] = &[TAG];
 
     fn decode(bytes: &[u8]) -> Result<Tokens, &'static str> {
         let mut f = Fields::tagged(bytes, TAG, LEN).ok_or("expected 28 bytes starting with 'T'")?;
