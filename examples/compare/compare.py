@@ -2,7 +2,9 @@
 five algorithms, from real calls to a live server with the module.
 
     pip install redis
-    REDIS_PORT=6379 python compare.py        # writes algorithms.svg here
+    REDIS_PORT=6379 python compare.py        # writes target/compare/algorithms.svg
+    python compare.py --out algorithms.svg   # or where you say (the committed
+                                             # drawing is examples/compare/algorithms.svg)
 
 Every algorithm gets the same budget, 10 requests per 500 ms, and the same
 traffic: 2.5 s of 20 ms ticks offering 0 to 4 requests each (a burst, a
@@ -11,6 +13,7 @@ one pipeline, so they decide at the same instants.
 """
 
 import os
+import sys
 import time
 
 import redis
@@ -58,6 +61,16 @@ def main():
         print(f"{sum(row):3d} of {sum(offered(i) for i in range(TICKS))} allowed: {name}")
 
 
+def output_path():
+    """--out PATH if given, else target/compare/algorithms.svg under the
+    repository: a run never rewrites a tracked file unless asked to."""
+    if "--out" in sys.argv[1:-1]:
+        return sys.argv[sys.argv.index("--out") + 1]
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    os.makedirs(os.path.join(root, "target", "compare"), exist_ok=True)
+    return os.path.join(root, "target", "compare", "algorithms.svg")
+
+
 def write_svg(allowed):
     width, row_h, left, bar = 780, 90, 24, 5.8
     height = row_h * len(ALGORITHMS) + 40
@@ -87,8 +100,10 @@ def write_svg(allowed):
         "grey: requests offered per 20 ms tick; blue: allowed</text>"
     )
     out.append("</svg>")
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "algorithms.svg"), "w") as f:
+    path = output_path()
+    with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":
