@@ -10,3 +10,6 @@ pub const MAX_QUANTITY: u64 = 1_000_000_000;
 /// `period`, `window`, `refill_period`: at most 10^15 microseconds (about
 /// 31.7 years): 10^9 seconds, or 10^12 milliseconds with `MS`.
 pub const MAX_PERIOD_MICROS: u64 = 1_000_000_000_000_000;
+/// `BLOCK duration`: 1 ..= 10^15 microseconds, as a period (10^9 seconds,
+/// or 10^12 milliseconds with `MS`).
+pub const MAX_BLOCK_MICROS: u64 = MAX_PERIOD_MICROS;

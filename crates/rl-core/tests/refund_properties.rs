@@ -284,10 +284,12 @@ where
     let untouched = Driver {
         limiter: d.limiter.clone(),
         state: d.state.clone(),
+        block: None,
     };
     let mut both = Driver {
         limiter: d.limiter.clone(),
         state: d.state.clone(),
+        block: None,
     };
     if both.call(now, q).blocked {
         return;

@@ -220,13 +220,13 @@ proptest! {
         let mut now = T0;
         for (gap, q, w, limit) in script {
             now += gap;
-            let mut f = Driver { limiter: FixedWindow::new(limit, w).unwrap(), state: fs };
+            let mut f = Driver { limiter: FixedWindow::new(limit, w).unwrap(), state: fs, block: None };
             call_with_exact_times(&mut f, now, q);
             fs = f.state;
-            let mut c = Driver { limiter: SlidingCounter::new(limit, w).unwrap(), state: cs };
+            let mut c = Driver { limiter: SlidingCounter::new(limit, w).unwrap(), state: cs, block: None };
             call_with_exact_times(&mut c, now, q);
             cs = c.state;
-            let mut l = Driver { limiter: SlidingLog::new(limit, w).unwrap(), state: ls };
+            let mut l = Driver { limiter: SlidingLog::new(limit, w).unwrap(), state: ls, block: None };
             call_with_exact_times(&mut l, now, q);
             ls = l.state;
         }

@@ -3,13 +3,13 @@
 #![allow(dead_code)]
 
 use rl_core::{
-    Decision, FixedWindow, Gcra, Giveback, Instant, Limiter, LogView, RetryAfter, SlidingCounter, SlidingLog,
-    TimeUnit, TokenBucket,
+    request, Decision, Effect, FixedWindow, Gcra, Giveback, Instant, Limiter, LogView, Request, RetryAfter,
+    SlidingCounter, SlidingLog, TimeUnit, TokenBucket,
 };
 
 /// How a test keeps a limiter's state between calls.
 pub trait Stored: Limiter + Sized {
-    type Owned: Default + Clone;
+    type Owned: Default + Clone + PartialEq + std::fmt::Debug;
     fn view(owned: &Self::Owned) -> Option<Self::State<'_>>;
     fn apply(owned: &mut Self::Owned, change: Self::Change);
     /// Store what a refund changes.
@@ -62,6 +62,9 @@ impl Stored for SlidingLog {
 pub struct Driver<L: Stored> {
     pub limiter: L,
     pub state: L::Owned,
+    /// The end of the key's block, as the module stores it (kept after it
+    /// has passed, until the next write).
+    pub block: Option<Instant>,
 }
 
 impl<L: Stored> Driver<L> {
@@ -69,7 +72,50 @@ impl<L: Stored> Driver<L> {
         Driver {
             limiter,
             state: L::Owned::default(),
+            block: None,
         }
+    }
+
+    /// A request judged at `now_micros` with its options and the key's
+    /// block, storing what it stores as the module does: a block that has
+    /// ended goes at the next write, a rested limiter under a block keeps
+    /// the block alone.
+    pub fn request(&mut self, now_micros: u64, request: &Request) -> Decision
+    where
+        L::Refund: Clone,
+    {
+        let now = Instant::from_micros(now_micros);
+        let verdict = request::judge(
+            &self.limiter,
+            L::view(&self.state).as_ref(),
+            self.block,
+            now,
+            request,
+        );
+        let written = match verdict.effect {
+            Effect::Nothing => false,
+            Effect::Record(update) => {
+                L::apply(&mut self.state, update.change);
+                true
+            }
+            Effect::Refund(Giveback::Nothing) => false,
+            Effect::Refund(Giveback::Rested) => {
+                self.state = L::Owned::default();
+                true
+            }
+            Effect::Refund(Giveback::Store(update)) => {
+                L::apply_refund(&mut self.state, update.change);
+                true
+            }
+            Effect::Block { until, .. } => {
+                self.block = Some(until);
+                false
+            }
+        };
+        if written {
+            self.block = request::in_force(self.block, now);
+        }
+        verdict.decision
     }
 
     /// One call at `now_micros`; stores the change like the module does.
