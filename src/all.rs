@@ -15,8 +15,7 @@ use crate::error::{printable, CommandError};
 use crate::rate::{Judged, Rate};
 use crate::registry::{self, Kind, Row};
 use crate::reply::Reply;
-use crate::stats::Field;
-use crate::store::{Key, Keyspace};
+use crate::store::Keyspace;
 use rl_core::{Decision, Instant, RetryAfter};
 use std::cell::RefCell;
 
@@ -84,24 +83,21 @@ fn decide<S: Keyspace>(
     let Some(decision) = judged.get(binding).map(|j| j.decision) else {
         return Err(CommandError::Internal);
     };
-    if !judged.iter().any(|j| j.decision.blocked) {
+    let refused = decision.blocked;
+    let reply = Reply::five(&decision, options.unit).and(binding as i64 + 1);
+    Ok(crate::rate::settle(row, options, reply, || {
+        // Allowed: every limit's record. Refused: nothing is counted
+        // anywhere, and only the limits that refuse by themselves write
+        // (the blocks they start).
         let keys = open.iter_mut().flatten().chain(&mut more);
+        let mut written = false;
         for ((key, judged), limit) in keys.zip(judged.iter()).zip(limits.iter()) {
-            if let Some(write) = &judged.write {
-                key.write(write);
-                if judged.logged > 0 {
-                    limit.row.stats.add(Field::EntriesWritten, judged.logged);
-                }
+            if !refused || judged.decision.blocked {
+                written |= judged.store(row, limit.row, key);
             }
         }
-    }
-    let reply = Reply::six(&decision, options.unit, binding as i64 + 1);
-    if options.refund {
-        let written = judged.iter().any(|j| j.write.is_some());
-        crate::rate::count_refund(row, options, written);
-        return Ok(reply.refund());
-    }
-    Ok(reply)
+        written
+    }))
 }
 
 /// Where the keys are: `numkeys` of them after `numkeys`, as many as there
@@ -150,7 +146,7 @@ fn parse<'a>(row: &Row, args: &'a [&'a [u8]], limits: &mut Few<Limit<'a>>) -> Re
         limits.push(Limit { row, rate, params });
         at += 1 + count;
     }
-    args::options(&args[at..], Accepts::RATE)
+    args::options(row.name, &args[at..], Accepts::RATE)
 }
 
 /// When the limits do not parse: whether `numkeys` is what went wrong,

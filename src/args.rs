@@ -2,8 +2,8 @@
 //! bytes: input may be anything, including non-UTF-8 and NUL bytes.
 
 use crate::error::{printable, CommandError};
-use rl_core::bounds::{MAX_PERIOD_MICROS, MAX_QUANTITY};
-use rl_core::TimeUnit;
+use rl_core::bounds::{MAX_BLOCK_MICROS, MAX_PERIOD_MICROS, MAX_QUANTITY};
+use rl_core::{Micros, Mode, Request, TimeUnit};
 
 /// One positional numeric argument of a command.
 #[derive(Debug, Clone, Copy)]
@@ -101,26 +101,56 @@ pub struct Options {
     pub unit: TimeUnit,
     /// Answer without changing anything.
     pub peek: bool,
-    /// Give `quantity` units back instead of taking them.
-    pub refund: bool,
+    /// How the units are taken (or given back).
+    pub mode: Mode,
+    /// `BLOCK duration`, in microseconds.
+    pub block: Option<u64>,
+}
+
+impl Options {
+    /// The request the core judges.
+    pub fn request(&self) -> Request {
+        Request {
+            quantity: self.quantity,
+            mode: self.mode,
+            block: self.block.map(|micros| Micros(u128::from(micros))),
+        }
+    }
 }
 
 /// One option word a command may take after its quantity. The words, the
-/// error texts that list them and `COMMAND DOCS` all come from here.
+/// values they take, which ones exclude which, the error texts that list
+/// them and `COMMAND DOCS` all come from here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Opt {
     Ms,
     Peek,
     Refund,
+    Block,
 }
 
+/// `BLOCK duration`: 1 to 10^9 seconds (10^12 ms with `MS`).
+const BLOCK_DURATION: Param = Param {
+    name: "BLOCK duration",
+    min: 1,
+    max: MAX_BLOCK_MICROS,
+    cap: None,
+    duration: true,
+};
+
+/// Options that cannot be given together, and why.
+const EXCLUSIVE: [(Opt, Opt, &str); 1] = [(Opt::Refund, Opt::Block, "a refund is never refused")];
+
 impl Opt {
+    pub const ALL: [Opt; 4] = [Opt::Ms, Opt::Peek, Opt::Refund, Opt::Block];
+
     /// The word as written in the grammar (matched in any case).
     pub const fn word(self) -> &'static str {
         match self {
             Opt::Ms => "MS",
             Opt::Peek => "PEEK",
             Opt::Refund => "REFUND",
+            Opt::Block => "BLOCK",
         }
     }
 
@@ -130,15 +160,20 @@ impl Opt {
             Opt::Ms => "ms",
             Opt::Peek => "peek",
             Opt::Refund => "refund",
+            Opt::Block => "duration",
         }
     }
 
-    fn set(self, options: &mut Options) {
+    /// The value that follows the word, for those that take one.
+    pub const fn value(self) -> Option<Param> {
         match self {
-            Opt::Ms => options.unit = TimeUnit::Millis,
-            Opt::Peek => options.peek = true,
-            Opt::Refund => options.refund = true,
+            Opt::Block => Some(BLOCK_DURATION),
+            Opt::Ms | Opt::Peek | Opt::Refund => None,
         }
+    }
+
+    const fn bit(self) -> u8 {
+        1 << self as u8
     }
 }
 
@@ -148,7 +183,7 @@ pub struct Accepts(pub &'static [Opt]);
 
 impl Accepts {
     /// The rate commands, alone or several at once.
-    pub const RATE: Accepts = Accepts(&[Opt::Ms, Opt::Peek, Opt::Refund]);
+    pub const RATE: Accepts = Accepts(&[Opt::Ms, Opt::Peek, Opt::Refund, Opt::Block]);
     /// The lease command.
     pub const LEASE: Accepts = Accepts(&[Opt::Ms, Opt::Peek]);
     /// A command that takes only a unit.
@@ -264,20 +299,23 @@ pub fn after_key<'a>(
         return Err(arity());
     };
     let (positional, tail) = rest.split_at_checked(n).ok_or_else(arity)?;
-    Ok((positional, options(tail, accepts)?))
+    Ok((positional, options(command, tail, accepts)?))
 }
 
-/// `[quantity] [MS] [PEEK] [REFUND]`: the arguments after a command's
-/// parameters. Options may come in any order and may repeat; `quantity`,
+/// `[quantity] [MS] [PEEK] [REFUND] [BLOCK duration]`: the arguments after
+/// a command's parameters (`command`, for messages). Options may come in
+/// any order; a word may repeat, an option with a value may not. `quantity`,
 /// when present, comes first: a first token that does not start with a
-/// letter is meant as the quantity.
+/// letter is meant as the quantity. Durations are read in the unit `MS`
+/// sets, wherever it stands.
 #[inline(always)]
-pub fn options(args: &[&[u8]], accepts: Accepts) -> Result<Options, CommandError> {
+pub fn options(command: &'static str, args: &[&[u8]], accepts: Accepts) -> Result<Options, CommandError> {
     let mut options = Options {
         quantity: 1,
         unit: TimeUnit::Seconds,
         peek: false,
-        refund: false,
+        mode: Mode::Take,
+        block: None,
     };
     let mut rest = args;
     if let Some((first, tail)) = args.split_first() {
@@ -286,20 +324,75 @@ pub fn options(args: &[&[u8]], accepts: Accepts) -> Result<Options, CommandError
             rest = tail;
         }
     }
-    for token in rest {
-        match accepts.find(token) {
-            Some(option) => option.set(&mut options),
-            None => return Err(unknown_option(token, accepts, true)),
+    if rest.is_empty() {
+        return Ok(options);
+    }
+    let mut seen = 0u8;
+    let mut block = None;
+    let mut tokens = rest.iter();
+    while let Some(token) = tokens.next() {
+        let Some(option) = accepts.find(token) else {
+            return Err(unknown_option(command, token, accepts, true));
+        };
+        if option.value().is_some() {
+            if seen & option.bit() != 0 {
+                return Err(CommandError::OptionTwice {
+                    option: option.word(),
+                });
+            }
+            let Some(value) = tokens.next() else {
+                return Err(CommandError::OptionWithoutValue {
+                    option: option.word(),
+                    value: option.value().map_or("", |v| v.name),
+                });
+            };
+            block = Some(value);
         }
+        seen |= option.bit();
+        match option {
+            Opt::Ms => options.unit = TimeUnit::Millis,
+            Opt::Peek => options.peek = true,
+            Opt::Refund => options.mode = Mode::Refund,
+            Opt::Block => {}
+        }
+    }
+    if let Some((first, second, why)) = EXCLUSIVE
+        .iter()
+        .find(|(a, b, _)| seen & a.bit() != 0 && seen & b.bit() != 0)
+    {
+        return Err(CommandError::OptionsExclude {
+            first: first.word(),
+            second: second.word(),
+            why,
+        });
+    }
+    if let Some(value) = block {
+        options.block = Some(BLOCK_DURATION.parse(value, options.unit)?);
     }
     Ok(options)
 }
 
-/// The error for `token` where one of `accepts` was expected. A token that
+/// The error for `token` where one of `accepts` was expected by `command`.
+/// An option this command does not take is named as such. A token that
 /// starts like a number was probably meant as the quantity, of a command
 /// that takes one (`takes_quantity`): say where that goes.
 #[cold]
-fn unknown_option(token: &[u8], accepts: Accepts, takes_quantity: bool) -> CommandError {
+fn unknown_option(
+    command: &'static str,
+    token: &[u8],
+    accepts: Accepts,
+    takes_quantity: bool,
+) -> CommandError {
+    if let Some(option) = Opt::ALL
+        .into_iter()
+        .find(|o| token.eq_ignore_ascii_case(o.word().as_bytes()))
+    {
+        return CommandError::OptionNotTaken {
+            command,
+            option: option.word(),
+            accepts,
+        };
+    }
     let numeric = token.first().is_some_and(|b| b.is_ascii_digit() || *b == b'-');
     CommandError::UnknownOption {
         token: printable(token),
@@ -309,12 +402,12 @@ fn unknown_option(token: &[u8], accepts: Accepts, takes_quantity: bool) -> Comma
 }
 
 /// `[MS]`, the only option of a command that takes no quantity: the unit.
-pub fn unit_only(args: &[&[u8]]) -> Result<TimeUnit, CommandError> {
+pub fn unit_only(command: &'static str, args: &[&[u8]]) -> Result<TimeUnit, CommandError> {
     let mut unit = TimeUnit::Seconds;
     for token in args {
         match Accepts::UNIT.find(token) {
             Some(_) => unit = TimeUnit::Millis,
-            None => return Err(unknown_option(token, Accepts::UNIT, false)),
+            None => return Err(unknown_option(command, token, Accepts::UNIT, false)),
         }
     }
     Ok(unit)
@@ -427,7 +520,7 @@ mod tests {
         let (positional, rest) = args
             .split_at_checked(N)
             .ok_or(CommandError::WrongArity { command })?;
-        let options = options(rest, Accepts::RATE)?;
+        let options = options(command, rest, Accepts::RATE)?;
         Ok((params(command, spec, positional, options.unit)?, options))
     }
 
@@ -436,64 +529,127 @@ mod tests {
         parse("rl.test", &SPEC, &bytes)
     }
 
-    #[test]
-    fn quantity_and_options_in_any_order() {
-        let opts = |quantity, unit, peek, refund| Options {
+    fn opts(quantity: u64, unit: TimeUnit, peek: bool, mode: Mode, block: Option<u64>) -> Options {
+        Options {
             quantity,
             unit,
             peek,
-            refund,
-        };
+            mode,
+            block,
+        }
+    }
+
+    #[test]
+    fn quantity_and_options_in_any_order() {
+        use TimeUnit::*;
         assert_eq!(
             p(&["10", "60"]),
-            Ok(([10, 60_000_000], opts(1, TimeUnit::Seconds, false, false)))
+            Ok(([10, 60_000_000], opts(1, Seconds, false, Mode::Take, None)))
         );
         assert_eq!(
             p(&["10", "60", "3", "peek", "Ms"]),
-            Ok(([10, 60_000], opts(3, TimeUnit::Millis, true, false)))
+            Ok(([10, 60_000], opts(3, Millis, true, Mode::Take, None)))
         );
         assert_eq!(
             p(&["10", "60", "MS", "PEEK", "ms"]),
-            Ok(([10, 60_000], opts(1, TimeUnit::Millis, true, false)))
+            Ok(([10, 60_000], opts(1, Millis, true, Mode::Take, None)))
         );
         assert_eq!(
             p(&["10", "60", "2", "refund", "MS", "Refund"]),
-            Ok(([10, 60_000], opts(2, TimeUnit::Millis, false, true)))
+            Ok(([10, 60_000], opts(2, Millis, false, Mode::Refund, None)))
         );
         assert_eq!(p(&["10", "60", "0"]).unwrap().1.quantity, 0);
     }
 
     #[test]
-    fn refund_only_where_accepted() {
-        let tokens: [&[u8]; 2] = [b"2", b"REFUND"];
-        assert!(options(&tokens, Accepts::RATE).unwrap().refund);
+    fn block_takes_a_duration_in_the_unit_wherever_ms_stands() {
+        use TimeUnit::*;
         assert_eq!(
-            options(&tokens, Accepts::LEASE),
-            Err(CommandError::UnknownOption {
-                token: "REFUND".into(),
-                accepts: Accepts::LEASE,
-                misplaced_quantity: false,
-            })
+            p(&["10", "60", "BLOCK", "600"]),
+            Ok((
+                [10, 60_000_000],
+                opts(1, Seconds, false, Mode::Take, Some(600_000_000))
+            ))
         );
         assert_eq!(
-            options(&[b"FAST"], Accepts::RATE).unwrap_err().to_string(),
-            "ERR syntax error: unknown option 'FAST' (expected MS, PEEK or REFUND)"
+            p(&["10", "60", "2", "block", "600", "PEEK", "MS"]),
+            Ok(([10, 60_000], opts(2, Millis, true, Mode::Take, Some(600_000))))
+        );
+        for (args, error) in [
+            (
+                &["10", "60", "BLOCK"][..],
+                "ERR syntax error: BLOCK needs a value (BLOCK duration)",
+            ),
+            (
+                &["10", "60", "BLOCK", "0"],
+                "ERR BLOCK duration must be an integer from 1 to 1000000000",
+            ),
+            (
+                &["10", "60", "BLOCK", "MS"],
+                "ERR BLOCK duration must be an integer from 1 to 1000000000",
+            ),
+            (
+                &["10", "60", "MS", "BLOCK", "1000000000001"],
+                "ERR BLOCK duration must be an integer from 1 to 1000000000000",
+            ),
+            (
+                &["10", "60", "BLOCK", "5", "BLOCK", "5"],
+                "ERR syntax error: BLOCK is given twice",
+            ),
+            (
+                &["10", "60", "REFUND", "BLOCK", "5"],
+                "ERR syntax error: REFUND and BLOCK cannot be combined (a refund is never refused)",
+            ),
+        ] {
+            assert_eq!(p(args).unwrap_err().to_string(), error, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn an_option_a_command_does_not_take_is_named() {
+        let tokens: [&[u8]; 2] = [b"2", b"REFUND"];
+        assert_eq!(
+            options("rl.test", &tokens, Accepts::RATE).unwrap().mode,
+            Mode::Refund
+        );
+        for (tokens, error) in [
+            (
+                &tokens[..],
+                "ERR syntax error: 'rl.lease' does not take REFUND (it takes MS or PEEK)",
+            ),
+            (
+                &[b"block", b"5"],
+                "ERR syntax error: 'rl.lease' does not take BLOCK (it takes MS or PEEK)",
+            ),
+        ] {
+            assert_eq!(
+                options("rl.lease", tokens, Accepts::LEASE)
+                    .unwrap_err()
+                    .to_string(),
+                error
+            );
+        }
+        assert_eq!(
+            options("rl.test", &[b"FAST"], Accepts::RATE)
+                .unwrap_err()
+                .to_string(),
+            "ERR syntax error: unknown option 'FAST' (expected MS, PEEK, REFUND or BLOCK)"
         );
     }
 
     #[test]
     fn a_number_among_the_options_says_where_quantity_goes() {
         for tokens in [&[&b"MS"[..], b"5"][..], &[b"5", b"6"], &[b"PEEK", b"-1"]] {
-            let error = options(tokens, Accepts::RATE).unwrap_err();
+            let error = options("rl.test", tokens, Accepts::RATE).unwrap_err();
             assert!(
                 error.to_string().ends_with(
-                    "(expected MS, PEEK or REFUND; quantity comes right after the parameters, before any option)"
+                    "(expected MS, PEEK, REFUND or BLOCK; quantity comes right after the parameters, before any option)"
                 ),
                 "{tokens:?}: {error}"
             );
         }
         assert_eq!(
-            unit_only(&[b"5"]).unwrap_err().to_string(),
+            unit_only("rl.renew", &[b"5"]).unwrap_err().to_string(),
             "ERR syntax error: unknown option '5' (expected MS)"
         );
     }

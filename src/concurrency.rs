@@ -93,11 +93,7 @@ pub fn acquire<S: Keyspace>(
     } else {
         0
     };
-    Ok(Reply::six(
-        &acquired.decision,
-        options.unit,
-        i64::try_from(lease).unwrap_or(0),
-    ))
+    Ok(Reply::five(&acquired.decision, options.unit).and(i64::try_from(lease).unwrap_or(0)))
 }
 
 /// `RL.RELEASE key lease`: the units the lease held, or 0 for a lease that
@@ -131,7 +127,7 @@ pub fn renew<S: Keyspace>(row: &Row, args: &[&[u8]], now: Instant, keys: &S) -> 
     let [_, _, lease, timeout, options @ ..] = args else {
         return Err(CommandError::WrongArity { command: row.name });
     };
-    let unit = args::unit_only(options)?;
+    let unit = args::unit_only(row.name, options)?;
     let id = LEASE.parse(lease, TimeUnit::Seconds)?;
     let timeout = TIMEOUT.parse(timeout, unit)?;
     let mut key = keys.open(1)?;

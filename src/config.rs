@@ -58,6 +58,15 @@ pub fn cl_throttle_enabled() -> bool {
     CL_THROTTLE.load(Ordering::Relaxed)
 }
 
+/// `ratelimit.shadow`: refusals of the rate commands are answered as
+/// allowed, and nothing is recorded for them (`CONFIG SET` at run time, or a
+/// `loadmodule` argument).
+pub static SHADOW: AtomicBool = AtomicBool::new(false);
+
+pub fn shadow() -> bool {
+    SHADOW.load(Ordering::Relaxed)
+}
+
 /// The values a setting takes as a `loadmodule` argument.
 enum Values {
     /// An integer from 1 to this.
@@ -66,10 +75,11 @@ enum Values {
 }
 
 /// The settings, by their name without the `ratelimit.` prefix.
-const SETTINGS: [(&str, Values); 3] = [
+const SETTINGS: [(&str, Values); 4] = [
     ("sliding_log_max_limit", Values::UpTo(SLIDING_LOG_MAX_LIMIT_MAX)),
     ("concurrency_max_limit", Values::UpTo(CONCURRENCY_MAX_LIMIT_MAX)),
     ("cl_throttle", Values::YesNo),
+    ("shadow", Values::YesNo),
 ];
 
 /// Check the `loadmodule` arguments: pairs of a setting's name (as above,
@@ -143,7 +153,7 @@ mod tests {
     #[test]
     fn every_other_argument_names_its_problem() {
         let unknown =
-            "(the arguments are sliding_log_max_limit <1..1000000>, concurrency_max_limit <1..1000000>, cl_throttle <yes|no>)";
+            "(the arguments are sliding_log_max_limit <1..1000000>, concurrency_max_limit <1..1000000>, cl_throttle <yes|no>, shadow <yes|no>)";
         for (args, expected) in [
             (
                 &["foo", "bar"][..],

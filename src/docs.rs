@@ -79,9 +79,17 @@ pub fn params(params: &[Param]) -> impl Iterator<Item = DocArg> + '_ {
     params.iter().map(|p| DocArg::integer(p.name))
 }
 
-/// One option word, as an optional pure token.
+/// One option: an optional pure token, or for an option with a value, an
+/// optional integer introduced by its word (as `SET`'s `EX seconds`).
 pub fn option(option: Opt) -> DocArg {
-    DocArg::option(option.word(), option.doc_name())
+    match option.value() {
+        Some(_) => DocArg {
+            token: Some(option.word().to_string()),
+            optional: true,
+            ..DocArg::integer(option.doc_name())
+        },
+        None => DocArg::option(option.word(), option.doc_name()),
+    }
 }
 
 /// `[quantity]`, then the options the command accepts.

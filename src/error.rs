@@ -28,6 +28,26 @@ pub enum CommandError {
         accepts: Accepts,
         misplaced_quantity: bool,
     },
+    /// One of the module's options, given to a command that does not take
+    /// it (`accepts`: those it takes).
+    OptionNotTaken {
+        command: &'static str,
+        option: &'static str,
+        accepts: Accepts,
+    },
+    /// Two options that exclude each other, and why.
+    OptionsExclude {
+        first: &'static str,
+        second: &'static str,
+        why: &'static str,
+    },
+    /// An option with a value, given twice.
+    OptionTwice { option: &'static str },
+    /// An option whose value is missing (`value`: what it should be).
+    OptionWithoutValue {
+        option: &'static str,
+        value: &'static str,
+    },
     /// An option given to a command that takes none (redis-cell's grammar).
     /// `instead`: the command that takes them, and which.
     NoOptions {
@@ -116,6 +136,22 @@ impl fmt::Display for CommandError {
                     f,
                     "ERR syntax error: unknown option '{token}' (expected {expected}{hint})"
                 )
+            }
+            CommandError::OptionNotTaken {
+                command,
+                option,
+                accepts,
+            } => write!(
+                f,
+                "ERR syntax error: '{command}' does not take {option} (it takes {})",
+                accepts.words("or")
+            ),
+            CommandError::OptionsExclude { first, second, why } => {
+                write!(f, "ERR syntax error: {first} and {second} cannot be combined ({why})")
+            }
+            CommandError::OptionTwice { option } => write!(f, "ERR syntax error: {option} is given twice"),
+            CommandError::OptionWithoutValue { option, value } => {
+                write!(f, "ERR syntax error: {option} needs a value ({value})")
             }
             CommandError::NoOptions {
                 command,

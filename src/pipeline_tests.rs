@@ -4,7 +4,7 @@
 use crate::error::CommandError;
 use crate::memory::{Memory, Value};
 use crate::registry;
-use crate::reply::Reply;
+use crate::reply::{Outcome, Reply};
 use rl_core::Instant;
 
 /// A second boundary well inside the 56-bit window starts (November 2025).
@@ -22,11 +22,18 @@ fn call(memory: &mut Memory, now: u64, args: &[&str]) -> Result<Reply, CommandEr
     registry::run(row, &args, Instant::from_micros(now), memory)
 }
 
-fn five(memory: &mut Memory, now: u64, args: &[&str]) -> [i64; 5] {
+/// The integers of a decision's reply, and how the call ended.
+fn decided(memory: &mut Memory, now: u64, args: &[&str]) -> (Vec<i64>, Outcome) {
     match call(memory, now, args) {
-        Ok(Reply::Five(fields)) => fields,
+        Ok(reply @ Reply::Decision { outcome, .. }) => (reply.fields().to_vec(), outcome),
         other => panic!("{args:?}: {other:?}"),
     }
+}
+
+fn five(memory: &mut Memory, now: u64, args: &[&str]) -> [i64; 5] {
+    let (fields, outcome) = decided(memory, now, args);
+    assert_ne!(outcome, Outcome::Refund, "{args:?}");
+    fields.try_into().unwrap_or_else(|f| panic!("{args:?}: {f:?}"))
 }
 
 /// One call of each rate command on the key `k`.
@@ -160,7 +167,7 @@ fn argument_errors_touch_nothing() {
         ),
         (
             &["RL.FIXED", "k", "1", "1", "FAST"],
-            "ERR syntax error: unknown option 'FAST' (expected MS, PEEK or REFUND)",
+            "ERR syntax error: unknown option 'FAST' (expected MS, PEEK, REFUND or BLOCK)",
         ),
         (
             &["RL.SLIDING_LOG", "k", "10001", "1"],
@@ -172,7 +179,7 @@ fn argument_errors_touch_nothing() {
         ),
         (
             &["RL.GCRA", "k", "1", "1", "1", "MS", "5"],
-            "ERR syntax error: unknown option '5' (expected MS, PEEK or REFUND; quantity comes right after the parameters, before any option)",
+            "ERR syntax error: unknown option '5' (expected MS, PEEK, REFUND or BLOCK; quantity comes right after the parameters, before any option)",
         ),
         (
             &["RL.TOKEN_BUCKET", "k", "1", "1", "1000000000001", "MS"],
@@ -291,10 +298,9 @@ fn every_write_expires_when_the_limiter_is_rested() {
 }
 
 fn six(memory: &mut Memory, now: u64, args: &[&str]) -> [i64; 6] {
-    match call(memory, now, args) {
-        Ok(Reply::Six(fields)) => fields,
-        other => panic!("{args:?}: {other:?}"),
-    }
+    let (fields, outcome) = decided(memory, now, args);
+    assert_ne!(outcome, Outcome::Refund, "{args:?}");
+    fields.try_into().unwrap_or_else(|f| panic!("{args:?}: {f:?}"))
 }
 
 #[test]
@@ -448,7 +454,7 @@ fn all_errors_name_the_limit_and_change_nothing() {
             &["RL.ALL", "1", "ok", "SLIDING_LOG", "10001", "1"],
             "ERR limit 1 (SLIDING_LOG): limit must be an integer from 1 to 10000 (CONFIG SET ratelimit.sliding_log_max_limit raises the cap, up to 1000000)",
         ),
-        (&["RL.ALL", "1", "ok", "FIXED", "5", "60", "FAST"], "ERR syntax error: unknown option 'FAST' (expected MS, PEEK or REFUND)"),
+        (&["RL.ALL", "1", "ok", "FIXED", "5", "60", "FAST"], "ERR syntax error: unknown option 'FAST' (expected MS, PEEK, REFUND or BLOCK)"),
         (&["RL.ALL", "1", "ok", "FIXED", "5", "60", "-1"], "ERR quantity must be an integer from 0 to 1000000000"),
         (
             &["RL.ALL", "2", "ok", "list", "FIXED", "5", "60", "FIXED", "5", "60"],
@@ -602,7 +608,7 @@ fn lease_errors_change_nothing() {
         (&["RL.RELEASE", "jobs", "0"], "ERR lease must be an integer from 1 to 9223372036854775807"),
         (&["RL.RELEASE", "jobs", "-5"], "ERR lease must be an integer from 1 to 9223372036854775807"),
         (&["RL.RELEASE", "jobs", "abc"], "ERR lease must be an integer from 1 to 9223372036854775807"),
-        (&["RL.RENEW", "jobs", "1", "60", "PEEK"], "ERR syntax error: unknown option 'PEEK' (expected MS)"),
+        (&["RL.RENEW", "jobs", "1", "60", "PEEK"], "ERR syntax error: 'rl.renew' does not take PEEK (it takes MS)"),
         (&["RL.RENEW", "jobs", "1", "0"], "ERR timeout must be an integer from 1 to 1000000000"),
         (
             &["RL.CONCURRENCY", "fixed", "3", "60"],
@@ -626,10 +632,9 @@ fn lease_errors_change_nothing() {
 
 /// A refund's answer: the integers of a query after it.
 fn refund(memory: &mut Memory, now: u64, args: &[&str]) -> Vec<i64> {
-    match call(memory, now, args) {
-        Ok(Reply::Refund { fields, len }) => fields[..len].to_vec(),
-        other => panic!("{args:?}: {other:?}"),
-    }
+    let (fields, outcome) = decided(memory, now, args);
+    assert_eq!(outcome, Outcome::Refund, "{args:?}");
+    fields
 }
 
 /// `args` with options appended.
@@ -810,7 +815,183 @@ fn refund_is_not_an_option_of_the_leases_or_cl_throttle() {
         call(&mut m, T0, &["RL.CONCURRENCY", "j", "3", "60", "REFUND"])
             .unwrap_err()
             .to_string(),
-        "ERR syntax error: unknown option 'REFUND' (expected MS or PEEK)"
+        "ERR syntax error: 'rl.concurrency' does not take REFUND (it takes MS or PEEK)"
     );
     assert!(m.get(b"j").is_none());
+}
+
+/// The block header a blocked key's value starts with: `B` and the block's
+/// end in µs (7 bytes).
+fn block_header(until: u64) -> Vec<u8> {
+    let mut header = vec![b'B'];
+    header.extend_from_slice(&until.to_le_bytes()[..7]);
+    header
+}
+
+#[test]
+fn a_refusal_with_block_blocks_the_key_in_its_own_state() {
+    let mut m = Memory::default();
+    let login = ["RL.GCRA", "k", "4", "5", "900", "BLOCK", "3600"];
+    for _ in 0..5 {
+        assert_eq!(five(&mut m, T0, &login)[0], 0);
+    }
+    let state = m.get(b"k").unwrap();
+    m.take_replicated();
+    // The sixth: blocked for an hour. The state is kept, behind the header;
+    // the key expires when the block ends; replicas get the same bytes.
+    assert_eq!(five(&mut m, T0, &login), [1, 5, 0, 3600, 3600]);
+    let until = T0 + 3_600_000_000;
+    let Value::String(old) = state.value else {
+        panic!("a string")
+    };
+    let blocked = [block_header(until), old.clone()].concat();
+    assert_eq!(m.get(b"k").unwrap().value, Value::String(blocked.clone()));
+    assert_eq!(m.get(b"k").unwrap().expire_at_ms, Some(until / 1000));
+    let replicated = m.take_replicated();
+    assert_eq!(replicated.len(), 1);
+    assert!(
+        replicated[0].starts_with("SET k B") && replicated[0].ends_with(&format!(" PXAT {}", until / 1000))
+    );
+    // Refused while blocked, with or without BLOCK, PEEK or a query:
+    // nothing is written or replicated, the block does not move.
+    for (at, args) in [
+        (T0 + 1_000_000, &login[..]),
+        (T0 + 1_000_000, &["RL.GCRA", "k", "4", "5", "900"][..]),
+        (T0 + 2_000_000, &["RL.GCRA", "k", "4", "5", "900", "PEEK"][..]),
+        (T0 + 2_000_000, &["RL.GCRA", "k", "4", "5", "900", "0"][..]),
+    ] {
+        let reply = five(&mut m, at, args);
+        let left = ((until - at) / 1_000_000) as i64;
+        assert_eq!(reply, [1, 5, 0, left, left], "{args:?}");
+        assert_eq!(m.get(b"k").unwrap().value, Value::String(blocked.clone()));
+        assert!(m.take_replicated().is_empty());
+    }
+    // The first write after the block: the state alone again, as if the
+    // block had never been.
+    assert_eq!(five(&mut m, until, &login), [0, 5, 4, -1, 180]);
+    let Value::String(after) = m.get(b"k").unwrap().value else {
+        panic!("a string")
+    };
+    assert_eq!(after.len(), old.len());
+    assert_eq!(after[0], b'G');
+}
+
+#[test]
+fn a_refund_under_a_block_keeps_it_and_a_rested_limiter_keeps_the_header_alone() {
+    let mut m = Memory::default();
+    let gcra = ["RL.GCRA", "k", "1", "1", "60"];
+    five(&mut m, T0, &gcra);
+    five(&mut m, T0, &gcra);
+    assert_eq!(
+        five(&mut m, T0, &with(&gcra, &["BLOCK", "600"])),
+        [1, 2, 0, 600, 600]
+    );
+    m.take_replicated();
+    assert_eq!(
+        refund(&mut m, T0 + 1_000_000, &with(&gcra, &["1", "REFUND"])),
+        [0, 2, 0, -1, 599]
+    );
+    let Value::String(value) = m.get(b"k").unwrap().value else {
+        panic!("a string")
+    };
+    assert_eq!(value[..8], block_header(T0 + 600_000_000)[..]);
+    assert_eq!(m.get(b"k").unwrap().expire_at_ms, Some((T0 + 600_000_000) / 1000));
+    // Everything back: the limiter is rested, the block stays alone.
+    assert_eq!(
+        refund(&mut m, T0 + 1_000_000, &with(&gcra, &["5", "REFUND"])),
+        [0, 2, 0, -1, 599]
+    );
+    assert_eq!(
+        m.get(b"k").unwrap().value,
+        Value::String(block_header(T0 + 600_000_000))
+    );
+    assert_eq!(five(&mut m, T0 + 2_000_000, &gcra), [1, 2, 0, 598, 598]);
+    // At the end: a fresh limiter.
+    assert_eq!(five(&mut m, T0 + 600_000_000, &gcra), [0, 2, 1, -1, 60]);
+}
+
+#[test]
+fn a_sliding_log_keeps_its_patches_behind_the_header() {
+    let mut m = Memory::default();
+    // A log of 20 in an hour: filled, then refused with BLOCK.
+    let log = ["RL.SLIDING_LOG", "k", "20", "3600"];
+    five(&mut m, T0, &with(&log, &["19"]));
+    five(&mut m, T0 + 1, &with(&log, &["1"]));
+    assert_eq!(
+        five(&mut m, T0 + 2, &with(&log, &["BLOCK", "10"]))[..3],
+        [1, 20, 0]
+    );
+    m.take_replicated();
+    // A refund under the block patches the state behind the header.
+    assert_eq!(
+        refund(&mut m, T0 + 3, &with(&log, &["2", "REFUND"])),
+        [0, 20, 0, -1, 3600]
+    );
+    let Value::String(value) = m.get(b"k").unwrap().value else {
+        panic!("a string")
+    };
+    assert_eq!(value[..8], block_header(T0 + 2 + 10_000_000)[..]);
+    let replicated = m.take_replicated();
+    assert!(
+        replicated.iter().any(|c| c.starts_with("SETRANGE k ")),
+        "{replicated:?}"
+    );
+    // Once the block is over, a write drops the header: the log is whole.
+    assert_eq!(five(&mut m, T0 + 10_000_002, &log)[..3], [0, 20, 1]);
+    let Value::String(value) = m.get(b"k").unwrap().value else {
+        panic!("a string")
+    };
+    // (A refund in place keeps the ring's 20 slots.)
+    assert_eq!(value[0], b'L');
+    assert_eq!(value.len(), 5 + 20 * 8);
+}
+
+#[test]
+fn every_algorithm_reads_its_state_behind_a_block_and_names_a_foreign_one() {
+    for args in EVERY_COMMAND {
+        let mut m = Memory::default();
+        five(&mut m, T0, &with(args, &["5"]));
+        let own = five(&mut m, T0, &with(args, &["PEEK"]));
+        let blocked = five(&mut m, T0, &with(args, &["BLOCK", "60"]));
+        assert_eq!(blocked[..3], [1, 5, 0], "{args:?}");
+        assert_eq!(blocked[3..], [own[3].max(60), own[4].max(60)], "{args:?}");
+        // Another algorithm on the blocked key: named, not misread.
+        let other = EVERY_COMMAND.iter().find(|o| o[0] != args[0]).unwrap();
+        let error = call(&mut m, T0, other).unwrap_err().to_string();
+        assert!(
+            error.starts_with(&format!("ERR key 'k' holds an {} state", args[0])),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn all_blocks_only_the_limits_that_refuse_and_counts_nothing() {
+    let mut m = Memory::default();
+    let all = [
+        "RL.ALL", "3", "{u}:a", "{u}:b", "{u}:c", "FIXED", "1", "60", "FIXED", "5", "60", "GCRA", "0", "1",
+        "60",
+    ];
+    five(&mut m, T0, &["RL.FIXED", "{u}:a", "1", "60"]);
+    five(&mut m, T0, &["RL.GCRA", "{u}:c", "0", "1", "60"]);
+    let before_b = m.get(b"{u}:b");
+    m.take_replicated();
+    // a and c refuse; c asks the longest wait (60 s) but a block of 600 s
+    // is longer on both: the first of them binds.
+    assert_eq!(
+        six(&mut m, T0, &with(&all, &["BLOCK", "600"])),
+        [1, 1, 0, 600, 600, 1]
+    );
+    for key in [&b"{u}:a"[..], b"{u}:c"] {
+        let Value::String(value) = m.get(key).unwrap().value else {
+            panic!("a string")
+        };
+        assert_eq!(value[..8], block_header(T0 + 600_000_000)[..]);
+    }
+    assert_eq!(m.get(b"{u}:b"), before_b);
+    assert_eq!(m.take_replicated().len(), 2);
+    // While a and c are blocked, b alone is counted nowhere either.
+    assert_eq!(six(&mut m, T0 + 1_000_000, &all)[..2], [1, 1]);
+    assert_eq!(m.get(b"{u}:b"), before_b);
+    assert!(m.take_replicated().is_empty());
 }

@@ -13,7 +13,7 @@ use crate::docs::{self, DocArg};
 use crate::error::{printable, CommandError};
 use crate::rate::{self, Algorithm, Rate};
 use crate::reply::Reply;
-use crate::stats::{Field, Stats, CALLS, WITH_REFUNDS};
+use crate::stats::{Field, Stats, CALLS, RATE};
 use crate::store::Keyspace;
 use rl_core::bounds::{MAX_BURST, MAX_LIMIT};
 use rl_core::{FixedWindow, Gcra, Instant, SlidingCounter, SlidingLog, TokenBucket};
@@ -139,7 +139,7 @@ pub fn run<S: Keyspace>(row: &Row, args: &[&[u8]], now: Instant, keys: &S) -> Re
 
 const WRITE: &str = "write deny-oom fast";
 const CATEGORIES: &str = "write fast ratelimit";
-const RATE_STATS: &[(Field, &str)] = &WITH_REFUNDS;
+const RATE_STATS: &[(Field, &str)] = &RATE;
 const fn always() -> bool {
     true
 }
@@ -217,12 +217,14 @@ pub static COMMANDS: [Row; 10] = [
         }),
         info: "sliding_log",
         stats: Stats::new(&[
-            WITH_REFUNDS[0],
-            WITH_REFUNDS[1],
-            WITH_REFUNDS[2],
-            WITH_REFUNDS[3],
-            WITH_REFUNDS[4],
-            WITH_REFUNDS[5],
+            RATE[0],
+            RATE[1],
+            RATE[2],
+            RATE[3],
+            RATE[4],
+            RATE[5],
+            RATE[6],
+            RATE[7],
             (Field::EntriesWritten, "entries_written"),
         ]),
         enabled: always,
@@ -318,7 +320,13 @@ pub static COMMANDS: [Row; 10] = [
         keys: Keys::First,
         kind: Kind::ClThrottle,
         info: "cl_throttle",
-        stats: Stats::new(&CALLS),
+        stats: Stats::new(&[
+            CALLS[0],
+            CALLS[1],
+            CALLS[2],
+            CALLS[3],
+            (Field::ShadowRefused, "shadow_refused"),
+        ]),
         enabled: config::cl_throttle_enabled,
     },
 ];

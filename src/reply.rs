@@ -1,60 +1,128 @@
-//! What a command answers, before it is written to the client.
+//! What a command answers, before it is written to the client, and how the
+//! call ended (which `INFO` counts).
 
 use rl_core::{Decision, TimeUnit};
 
+/// How a call that answered with a decision ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Allowed,
+    Refused,
+    /// Units given back (`REFUND`): neither allowed nor refused.
+    Refund,
+    /// Refused, and answered as allowed: the shadow switch is on.
+    ShadowRefused,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reply {
-    /// redis-cell's five integers: blocked, limit, remaining, retry_after,
-    /// reset.
-    Five([i64; 5]),
-    /// The five, then one more (the binding limit's position among several,
-    /// the lease taken by a lease command).
-    Six([i64; 6]),
-    Integer(i64),
-    /// A refund's answer: the first `len` integers (five, or six for
-    /// several limits), those of a query after it. `INFO` counts it as a refund,
-    /// neither allowed nor refused.
-    Refund {
-        fields: [i64; 6],
+    /// redis-cell's five integers (blocked, limit, remaining, retry_after,
+    /// reset), then those a command adds (the binding limit's position
+    /// among several, a lease), `len` in all.
+    Decision {
+        fields: [i64; Reply::MOST],
         len: usize,
+        outcome: Outcome,
     },
+    Integer(i64),
 }
 
 impl Reply {
+    /// The most integers a decision's reply holds.
+    pub const MOST: usize = 7;
+
     /// The five integers of `decision`, times rounded up to `unit`.
     pub fn five(decision: &Decision, unit: TimeUnit) -> Reply {
-        Reply::Five(decision.to_reply(unit))
+        let mut fields = [0; Reply::MOST];
+        fields[..5].copy_from_slice(&decision.to_reply(unit));
+        let outcome = if decision.blocked {
+            Outcome::Refused
+        } else {
+            Outcome::Allowed
+        };
+        Reply::Decision {
+            fields,
+            len: 5,
+            outcome,
+        }
     }
 
-    /// The five integers of `decision`, then `sixth`.
-    pub fn six(decision: &Decision, unit: TimeUnit, sixth: i64) -> Reply {
-        let [a, b, c, d, e] = decision.to_reply(unit);
-        Reply::Six([a, b, c, d, e, sixth])
+    /// The same, then `extra`.
+    pub fn and(self, extra: i64) -> Reply {
+        match self {
+            Reply::Decision {
+                mut fields,
+                len,
+                outcome,
+            } if len < Reply::MOST => {
+                fields[len] = extra;
+                Reply::Decision {
+                    fields,
+                    len: len + 1,
+                    outcome,
+                }
+            }
+            other => other,
+        }
     }
 
     /// The same integers, as a refund's answer.
     pub fn refund(self) -> Reply {
-        let mut fields = [0; 6];
-        let len = match self {
-            Reply::Five(five) => {
-                fields[..5].copy_from_slice(&five);
-                5
-            }
-            Reply::Six(six) => {
-                fields = six;
-                6
-            }
-            other => return other,
-        };
-        Reply::Refund { fields, len }
+        match self {
+            Reply::Decision { fields, len, .. } => Reply::Decision {
+                fields,
+                len,
+                outcome: Outcome::Refund,
+            },
+            other => other,
+        }
     }
 
-    /// Whether the request was refused (`None` for a reply that says
-    /// neither: a refund, an integer).
-    pub fn blocked(&self) -> Option<bool> {
+    /// Whether the request was refused.
+    pub fn refused(&self) -> bool {
+        matches!(
+            self,
+            Reply::Decision {
+                outcome: Outcome::Refused,
+                ..
+            }
+        )
+    }
+
+    /// A refusal answered as allowed (the shadow switch): `blocked` 0,
+    /// `retry_after` -1, the other fields as they were.
+    pub fn shadowed(self) -> Reply {
         match self {
-            Reply::Five([blocked, ..]) | Reply::Six([blocked, ..]) => Some(*blocked == 1),
-            Reply::Integer(_) | Reply::Refund { .. } => None,
+            Reply::Decision {
+                mut fields,
+                len,
+                outcome: Outcome::Refused,
+            } => {
+                fields[0] = 0;
+                fields[3] = -1;
+                Reply::Decision {
+                    fields,
+                    len,
+                    outcome: Outcome::ShadowRefused,
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// How the call ended, for a reply with a decision.
+    pub fn outcome(&self) -> Option<Outcome> {
+        match self {
+            Reply::Decision { outcome, .. } => Some(*outcome),
+            Reply::Integer(_) => None,
+        }
+    }
+
+    /// The integers of a decision.
+    pub fn fields(&self) -> &[i64] {
+        match self {
+            Reply::Decision { fields, len, .. } => fields.get(..*len).unwrap_or(fields),
+            Reply::Integer(_) => &[],
         }
     }
 }

@@ -2,6 +2,7 @@
 //! they ended; some count more (units refunded, log entries written, ...).
 //! Each command's counters live in its registry row.
 
+use crate::reply::Outcome;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// A counter every row has a slot for; a row reports those it names.
@@ -23,9 +24,13 @@ pub enum Field {
     Refunds,
     /// Units given back by refunds that changed a limiter.
     Refunded,
+    /// Blocks started (`BLOCK duration`).
+    Blocks,
+    /// Refusals answered as allowed: the shadow switch was on.
+    ShadowRefused,
 }
 
-const FIELDS: usize = 10;
+const FIELDS: usize = 12;
 
 pub struct Stats {
     /// The fields reported, each with its name in `INFO` (after the row's
@@ -42,14 +47,17 @@ pub const CALLS: [(Field, &str); 4] = [
     (Field::Errors, "errors"),
 ];
 
-/// The fields of the commands that take `REFUND`.
-pub const WITH_REFUNDS: [(Field, &str); 6] = [
+/// The fields of the commands that take the rate options (`REFUND`,
+/// `BLOCK`) and answer to the shadow switch.
+pub const RATE: [(Field, &str); 8] = [
     CALLS[0],
     CALLS[1],
     CALLS[2],
     CALLS[3],
     (Field::Refunds, "refunds"),
     (Field::Refunded, "refunded"),
+    (Field::Blocks, "blocks"),
+    (Field::ShadowRefused, "shadow_refused"),
 ];
 
 impl Stats {
@@ -64,13 +72,15 @@ impl Stats {
         self.values[field as usize].fetch_add(n, Relaxed);
     }
 
-    /// Count one call: `Some(blocked)` when it replied with a decision,
-    /// `None` on an error; a reply without a decision counts as a call only.
-    pub fn record(&self, outcome: Result<Option<bool>, ()>) {
+    /// Count one call: how it ended when it replied with a decision, `None`
+    /// for a reply without one (a call only), an error.
+    pub fn record(&self, outcome: Result<Option<Outcome>, ()>) {
         self.add(Field::Calls, 1);
         match outcome {
-            Ok(Some(false)) => self.add(Field::Allowed, 1),
-            Ok(Some(true)) => self.add(Field::Refused, 1),
+            Ok(Some(Outcome::Allowed)) => self.add(Field::Allowed, 1),
+            Ok(Some(Outcome::Refused)) => self.add(Field::Refused, 1),
+            Ok(Some(Outcome::Refund)) => self.add(Field::Refunds, 1),
+            Ok(Some(Outcome::ShadowRefused)) => self.add(Field::ShadowRefused, 1),
             Ok(None) => {}
             Err(()) => self.add(Field::Errors, 1),
         }

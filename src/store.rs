@@ -257,6 +257,14 @@ impl Patches {
             .filter_map(|(offset, fill)| fill.as_ref().map(|f| (*offset, f)))
     }
 
+    /// The same ranges, `by` bytes further into the value.
+    pub fn shifted(mut self, by: usize) -> Patches {
+        for (offset, _) in self.items.iter_mut().take(self.len) {
+            *offset = offset.saturating_add(by);
+        }
+        self
+    }
+
     /// Whether every range lies within `len` bytes.
     pub fn fit(&self, len: usize) -> bool {
         self.iter().all(|(offset, fill)| {

@@ -232,6 +232,6 @@ fn refund_is_documented_where_it_is_taken() {
         .unwrap_err();
     assert_eq!(
         common::error_text(&e),
-        "ERR syntax error: unknown option 'REFUND' (expected MS or PEEK)"
+        "ERR syntax error: 'rl.concurrency' does not take REFUND (it takes MS or PEEK)"
     );
 }

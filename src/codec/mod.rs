@@ -3,6 +3,7 @@
 
 pub mod concurrency;
 mod fixed_window;
+pub mod frame;
 mod gcra;
 mod sliding_counter;
 mod sliding_log;

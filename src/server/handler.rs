@@ -110,7 +110,7 @@ unsafe fn run(
         Err(_) => Err(CommandError::Internal),
     };
     row.stats
-        .record(result.as_ref().map(Reply::blocked).map_err(|_| ()));
+        .record(result.as_ref().map(Reply::outcome).map_err(|_| ()));
     // SAFETY: the context is the running command's.
     unsafe { reply(api, ctx, result) };
 }
@@ -151,9 +151,7 @@ unsafe fn reply(api: &Api, ctx: *mut raw::RedisModuleCtx, result: Result<Reply, 
         }
     };
     match result {
-        Ok(Reply::Five(fields)) => integers(&fields),
-        Ok(Reply::Six(fields)) => integers(&fields),
-        Ok(Reply::Refund { fields, len }) => integers(fields.get(..len).unwrap_or(&fields)),
+        Ok(reply @ Reply::Decision { .. }) => integers(reply.fields()),
         // SAFETY: the caller's contract.
         Ok(Reply::Integer(v)) => unsafe {
             (api.reply_with_long_long)(ctx, v);

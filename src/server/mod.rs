@@ -104,6 +104,13 @@ redis_module! {
                 ConfigurationFlags::IMMUTABLE,
                 None
             ],
+            [
+                "shadow",
+                &config::SHADOW,
+                false,
+                ConfigurationFlags::DEFAULT,
+                None
+            ],
         ],
         enum: [],
         module_args_as_configuration: true,
