@@ -290,6 +290,8 @@ fn random_token(rng: &mut Rng) -> Vec<u8> {
         b"PEEK",
         b"peek",
         b"REFUND",
+        b"BLOCK",
+        b"block",
         b"FIXED",
         b"fixed",
         b"GCRA",
@@ -375,18 +377,24 @@ fn random_request(rng: &mut Rng) -> (Vec<Vec<u8>>, Made) {
         quantity = rng.below(8);
         args.push(quantity.to_string().into_bytes());
     }
-    let mut refund = false;
+    let (mut refund, mut blocks) = (false, 0);
     for _ in 0..rng.below(3) {
         // Refunds now and then: one that rests a limiter deletes its key,
         // which a mutated request may then claim for another algorithm.
-        args.push(match rng.below(5) {
-            0 | 1 => b"MS".to_vec(),
-            2 | 3 => b"PEEK".to_vec(),
-            _ => {
+        // Blocks too, mostly short so that they end within the run.
+        match rng.below(6) {
+            0 | 1 => args.push(b"MS".to_vec()),
+            2 | 3 => args.push(b"PEEK".to_vec()),
+            4 => {
                 refund = true;
-                b"REFUND".to_vec()
+                args.push(b"REFUND".to_vec());
             }
-        });
+            _ => {
+                blocks += 1;
+                args.push(b"BLOCK".to_vec());
+                args.push((1 + rng.below(3)).to_string().into_bytes());
+            }
+        }
     }
     for _ in 0..mutations {
         let at = rng.below(args.len() + 1);
@@ -398,18 +406,21 @@ fn random_request(rng: &mut Rng) -> (Vec<Vec<u8>>, Made) {
             _ => args.insert(at, random_token(rng)),
         }
     }
-    let made = match (mutations, own_keys) {
-        (0, true) if !refund && quantity > least_limit => Made::Refused,
-        (0, true) => Made::WellFormed,
-        _ => Made::Anything,
+    // REFUND with BLOCK, and BLOCK twice, are errors.
+    let well_formed = mutations == 0 && own_keys && !(refund && blocks > 0) && blocks < 2;
+    let made = match well_formed {
+        true if !refund && quantity > least_limit => Made::Refused,
+        true => Made::WellFormed,
+        false => Made::Anything,
     };
     (args, made)
 }
 
-/// Random RL.ALL requests, refunds among them, each in a MULTI between DUMPs
-/// of every key: a reply is six integers obeying the reply's rules with a
-/// position among the keys; a refusal, like an error, changes no key, and a
-/// refund is never refused; a well-formed request on its own keys is
+/// Random RL.ALL requests, refunds and blocks among them, each in a MULTI
+/// between GETs of every key: a reply is six integers obeying the reply's
+/// rules with a position among the keys; an error changes no key, a
+/// refusal none but by the blocks it starts (which leave the state behind
+/// them as it was), and a refund is never refused; a well-formed request on its own keys is
 /// answered, and refused when it asks more than one of its limits allows;
 /// the server stays up. The requests are the seed's alone (`RL_FUZZ_SEED`
 /// replays them); their answers also depend on the clock, and no assertion
@@ -451,14 +462,14 @@ fn random_requests_never_crash_or_write_when_refused() {
     let (mut replies, mut refusals, mut errors) = (0usize, 0usize, 0usize);
     let (mut well_formed, mut sure_refusals) = (0usize, 0usize);
     let batch = 200;
-    // Per request: MULTI, the DUMPs before, the call, the DUMPs after, EXEC.
+    // Per request: MULTI, the GETs before, the call, the GETs after, EXEC.
     let per = 2 + 2 * KEYS.len() + 1;
     for (n, chunk) in requests.chunks(batch).enumerate() {
         let mut pipe = redis::pipe();
         for (args, _) in chunk {
             pipe.cmd("MULTI");
             for key in KEYS {
-                pipe.cmd("DUMP").arg(key);
+                pipe.cmd("GET").arg(key);
             }
             let mut call = redis::cmd("RL.ALL");
             for a in args {
@@ -466,7 +477,7 @@ fn random_requests_never_crash_or_write_when_refused() {
             }
             pipe.add_command(call);
             for key in KEYS {
-                pipe.cmd("DUMP").arg(key);
+                pipe.cmd("GET").arg(key);
             }
             pipe.cmd("EXEC");
         }
@@ -528,16 +539,32 @@ fn random_requests_never_crash_or_write_when_refused() {
                     assert!((0..=r.limit).contains(&r.remaining), "{context}: {r:?}");
                     assert!(r.limit >= 1 && r.reset >= 0, "{context}: {r:?}");
                     // A refund (REFUND among the options, after the
-                    // limits) is never refused.
-                    let refund = args
+                    // limits) is never refused, but `0 REFUND` is a query
+                    // (refused on a blocked key). The quantity is the
+                    // number before the options (words: a refund takes no
+                    // BLOCK and its duration).
+                    let options = args
                         .iter()
                         .rev()
-                        .take(3)
-                        .any(|a| a.eq_ignore_ascii_case(b"REFUND"));
-                    assert!(!(refund && r.blocked), "{context}: a refund refused");
+                        .take_while(|a| a.first().is_some_and(u8::is_ascii_alphabetic));
+                    let refund = options.clone().any(|a| a.eq_ignore_ascii_case(b"REFUND"));
+                    let query = args.iter().rev().nth(options.count()).is_some_and(|q| q == b"0");
+                    assert!(!(refund && !query && r.blocked), "{context}: a refund refused");
                     if r.blocked {
                         refusals += 1;
-                        assert!(unchanged, "{context}: a refusal changed a key");
+                        // Changed only by a block put in front of the
+                        // state, which stays as it was.
+                        for (old, new) in before.iter().zip(after) {
+                            if old != new {
+                                let (Some(old), Some(new)) = (string(old), string(new)) else {
+                                    panic!("{context}: a refusal changed {old:?} to {new:?}");
+                                };
+                                assert!(
+                                    new.first() == Some(&b'B') && unframed(&new) == unframed(&old),
+                                    "{context}: a refusal changed {old:?} to {new:?}"
+                                );
+                            }
+                        }
                     } else {
                         assert_eq!(r.retry_after, -1, "{context}: {r:?}");
                     }
@@ -559,4 +586,21 @@ fn random_requests_never_crash_or_write_when_refused() {
     assert!(replies >= 2 && refusals >= 1 && errors >= 1);
     let pong: String = cmd(&["PING"]).query(&mut c).unwrap();
     assert_eq!(pong, "PONG");
+}
+
+/// A GET's bulk string (`Some(empty)` for an absent key).
+fn string(value: &Value) -> Option<Vec<u8>> {
+    match value {
+        Value::BulkString(bytes) => Some(bytes.clone()),
+        Value::Nil => Some(Vec::new()),
+        _ => None,
+    }
+}
+
+/// A value without its block header (`B` and 7 bytes), if it has one.
+fn unframed(value: &[u8]) -> &[u8] {
+    match value {
+        [b'B', ..] if value.len() >= 8 => &value[8..],
+        _ => value,
+    }
 }

@@ -82,6 +82,33 @@ fn every_command_routes_and_runs_in_a_cluster() {
     );
     assert!(counts.iter().all(|&n| n > 0), "{counts:?}");
 
+    // Blocks through the cluster: a key at its limit is blocked on the node
+    // that owns it, in its own value, and every later call there refuses.
+    for i in 0..20 {
+        for &(name, params) in &commands {
+            let key = format!("{}:user:{i}", name.to_lowercase());
+            let blocked: Reply = redis::cmd(name)
+                .arg(&key)
+                .arg(params)
+                .arg(&["BLOCK", "600"])
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(blocked.counts(), (true, SAMPLE_LIMIT, 0), "{name} {key}");
+            assert!(blocked.retry_after >= 600, "{name} {key}: {blocked:?}");
+            let value: Vec<u8> = redis::cmd("GET").arg(&key).query(&mut c).unwrap();
+            assert_eq!(value[0], b'B', "{name} {key}");
+            let again: Reply = redis::cmd(name)
+                .arg(&key)
+                .arg(params)
+                .arg("0")
+                .query(&mut c)
+                .unwrap();
+            assert!(again.blocked, "{name} {key}: {again:?}");
+            let after: Vec<u8> = redis::cmd("GET").arg(&key).query(&mut c).unwrap();
+            assert_eq!(after, value, "{name} {key}");
+        }
+    }
+
     // One user's limiters kept together with a hash tag.
     for &(name, params) in &commands {
         let key = format!("{{user:42}}:{}", name.to_lowercase());
@@ -141,6 +168,17 @@ fn every_command_routes_and_runs_in_a_cluster() {
             .unwrap();
         assert_eq!(burst.counts(), (false, 3, 1), "{tag}");
     }
+    // RL.ALL with BLOCK through the cluster: the hourly log refuses and is
+    // blocked, the burst is neither counted nor blocked.
+    let first: Vec<i64> = all("user:9").query(&mut c).unwrap();
+    assert_eq!(first, [0, 2, 1, -1, 3600, 2]);
+    let burst: Vec<u8> = redis::cmd("GET").arg("{user:9}:burst").query(&mut c).unwrap();
+    let blocked: Vec<i64> = all("user:9").arg(&["2", "BLOCK", "600"]).query(&mut c).unwrap();
+    assert_eq!(blocked, [1, 2, 0, 3600, 3600, 2]);
+    let hourly: Vec<u8> = redis::cmd("GET").arg("{user:9}:hourly").query(&mut c).unwrap();
+    assert_eq!(hourly[0], b'B');
+    let after: Vec<u8> = redis::cmd("GET").arg("{user:9}:burst").query(&mut c).unwrap();
+    assert_eq!(after, burst);
     // A refund through the cluster: both limits get their two units back,
     // are rested, and start again as new.
     for tag in ["user:7", "user:8", "tenant:1"] {

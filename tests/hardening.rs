@@ -53,6 +53,9 @@ fn nasty_token(rng: &mut Rng) -> Vec<u8> {
         b"PEEKK",
         b"REFUND",
         b"refunds",
+        b"BLOCK",
+        b"block",
+        b"BLOCKS",
         b"MSS",
         b"M",
         b"PEE",
@@ -125,7 +128,7 @@ fn accepted(sample: &Sample) -> &'static [&'static [u8]] {
         (_, "CL.THROTTLE" | "RL.RELEASE") => &[],
         (Grammar::LeaseOp, _) => &[b"MS"],
         (Grammar::Lease, _) => &[b"MS", b"PEEK"],
-        _ => &[b"MS", b"PEEK", b"REFUND"],
+        _ => &[b"MS", b"PEEK", b"REFUND", b"BLOCK"],
     }
 }
 
@@ -170,18 +173,30 @@ fn random_vector(rng: &mut Rng, sample: &Sample) -> (Vec<Arg>, Made) {
     }
     let options: &[&[u8]] = match sample.grammar {
         Grammar::LeaseOp => &[b"MS", b"ms"],
-        // REFUND too for leases: an error there, which must change nothing.
-        _ => &[b"MS", b"ms", b"PEEK", b"peek", b"REFUND", b"Refund"],
+        // REFUND and BLOCK too for leases: errors there, which must change
+        // nothing.
+        _ => &[
+            b"MS", b"ms", b"PEEK", b"peek", b"REFUND", b"Refund", b"BLOCK", b"block",
+        ],
     };
     if sample.grammar != Grammar::LeaseOp && rng.below(2) == 0 {
         args.push(Arg::Bytes((rng.next() % 25).to_string().into_bytes()));
     }
     let mut all_accepted = true;
+    let (mut refund, mut blocks) = (false, 0);
     for _ in 0..rng.below(3) {
         let option = rng.pick(options);
         all_accepted &= accepted(sample).iter().any(|a| option.eq_ignore_ascii_case(a));
         args.push(Arg::Bytes(option.to_vec()));
+        refund |= option.eq_ignore_ascii_case(b"REFUND");
+        if option.eq_ignore_ascii_case(b"BLOCK") {
+            // A duration, mostly short so that blocks end within the run.
+            blocks += 1;
+            args.push(Arg::Bytes((1 + rng.next() % 3).to_string().into_bytes()));
+        }
     }
+    // REFUND with BLOCK, and BLOCK twice, are errors.
+    all_accepted &= !(refund && blocks > 0) && blocks < 2;
     let mutations = rng.below(3);
     for _ in 0..mutations {
         let at = rng.below(args.len() + 1);
@@ -281,10 +296,11 @@ fn check_reply(args: &[Vec<u8>], reply: &Value, leases: &Leases) -> Option<(i64,
         );
         assert!(lease >= 0, "{args:?}: {lease}");
     }
-    if refund {
-        // A refund is never refused.
+    if refund && quantity > 0 {
+        // A refund is never refused (`0 REFUND` is a query, refused on a
+        // blocked key).
         assert!(!r.blocked && r.retry_after == -1, "{args:?}: {r:?}");
-    } else if quantity > r.limit {
+    } else if !refund && quantity > r.limit {
         // More than the limit can never pass.
         assert!(r.blocked && r.retry_after == -1, "{args:?}: {r:?}");
     }
