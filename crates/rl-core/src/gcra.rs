@@ -150,6 +150,12 @@ impl Limiter for Gcra {
         }
     }
 
+    /// The TAT, in microseconds rounded up (a query's `reset` from `now`).
+    fn rested_at(&self, state: Option<&Tat>, now: Instant) -> Instant {
+        let tat = state.map_or(0, |s| div_ceil(s.ticks(self.per_micro), self.per_micro));
+        Instant::from_micros(u64::try_from(tat).unwrap_or(u64::MAX)).max(now)
+    }
+
     /// `TAT = max(TAT - quantity * T, now)`.
     fn refund(&self, state: Option<&Tat>, now: Instant, quantity: u64) -> Refunded<Tat> {
         let now_t = u128::from(now.as_micros()) * u128::from(self.per_micro);

@@ -45,6 +45,13 @@ pub trait Limiter {
 
     /// The reply's `limit` field.
     fn limit(&self) -> u64;
+
+    /// When `state` is fully rested, if nothing else happens: `now` plus a
+    /// query's `reset`. An algorithm that can tell without deciding a query
+    /// says so more cheaply (a call on a blocked key needs only this).
+    fn rested_at(&self, state: Option<&Self::State<'_>>, now: Instant) -> Instant {
+        now.saturating_add(self.check(state, now, 0).decision.reset)
+    }
 }
 
 /// The result of a refund: the decision of a query after it, and what to

@@ -13,8 +13,8 @@ use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use rl_core::request::in_force;
 use rl_core::{
-    Decision, FixedWindow, Gcra, Instant, Micros, Mode, Request, RetryAfter, SlidingCounter, SlidingLog,
-    TimeUnit::Seconds, TokenBucket,
+    Decision, FixedWindow, Gcra, Instant, Limiter, Micros, Mode, Request, RetryAfter, SlidingCounter,
+    SlidingLog, TimeUnit::Seconds, TokenBucket,
 };
 
 const T0: u64 = 1_763_700_000 * SEC;
@@ -272,6 +272,7 @@ where
                 }
             }
             (_, Some(left)) => {
+                // Nothing is recorded: the limiter rests as a query says.
                 let own = twin.peek(now, q);
                 Decision {
                     blocked: true,
@@ -281,7 +282,7 @@ where
                         RetryAfter::Allowed => RetryAfter::After(left),
                         RetryAfter::After(w) => RetryAfter::After(w.max(left)),
                     },
-                    reset: own.reset.max(left),
+                    reset: twin.peek(now, 0).reset.max(left),
                     ..own
                 }
             }
@@ -305,6 +306,12 @@ where
             }
         };
         prop_assert_eq!(got, expected, "at +{} µs: {:?}", now - T0, step.request);
+        // The instant the state rests, told cheaply, is a query's.
+        let at = Instant::from_micros(now);
+        prop_assert_eq!(
+            d.limiter.rested_at(L::view(&d.state).as_ref(), at),
+            at.saturating_add(d.peek(now, 0).reset)
+        );
         // Nothing recorded while blocked: the state is the twin's, always.
         prop_assert_eq!(&d.state, &twin.state, "at +{} µs", now - T0);
         // The block is the model's while in force: never extended.
