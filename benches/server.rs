@@ -49,6 +49,12 @@ struct Workload {
     /// `{period}` every period or window (seconds): 1, or 60 for the
     /// variants with long periods.
     args: Vec<String>,
+    /// Always on one key, whatever the run's keys: a workload whose calls
+    /// must find the state the first ones left (a refusal, a block).
+    one_key: bool,
+    /// Commands run on that key before the measured calls (their cost is
+    /// spread over 20,000 calls or more: below one instruction a call).
+    setup: Vec<Vec<String>>,
 }
 
 impl Workload {
@@ -169,6 +175,8 @@ fn floor_workloads() -> Vec<Workload> {
             name: name.to_string(),
             stat: command.to_lowercase(),
             args: vec![command.to_string(), "{key}".to_string()],
+            one_key: false,
+            setup: Vec::new(),
         })
         .collect()
 }
@@ -282,7 +290,20 @@ fn benchmark(
     random: bool,
     period: &str,
 ) -> f64 {
+    let random = random && !workload.one_key;
     let key = if random { "user:__rand_int__" } else { "user:one" };
+    if !workload.setup.is_empty() {
+        let mut con = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection())
+            .expect("a connection for the setup");
+        for command in &workload.setup {
+            let command: Vec<String> = command.iter().map(|a| a.replace("{key}", key)).collect();
+            let _: redis::Value = redis::cmd(&command[0])
+                .arg(&command[1..])
+                .query(&mut con)
+                .expect("the setup");
+        }
+    }
     let args = workload.args(key, period);
     let mut cmd = Command::new("redis-benchmark");
     cmd.args(["-p", &port.to_string(), "-n", &requests.to_string(), "-c", "50"])
@@ -563,6 +584,8 @@ fn workloads(server: &Server) -> Vec<Workload> {
         name: name.into(),
         stat: stat.into(),
         args: args.iter().map(|s| s.to_string()).collect(),
+        one_key: false,
+        setup: Vec::new(),
     };
     let far_future = "4102444800000";
     let mut list = vec![
@@ -581,6 +604,34 @@ fn workloads(server: &Server) -> Vec<Workload> {
         let params = rate(sample);
         args.extend(params.iter().map(String::as_str));
         list.push(w(sample.name, &sample.lower(), &args));
+    }
+    // Penalties: a request with BLOCK on random keys (mostly allowed: it
+    // costs what plain RL.GCRA costs, plus the option), and the same call
+    // on one key, refused by the limiter alone, or blocked by a first call
+    // with BLOCK (a call on a blocked key costs what a plain refusal
+    // costs: it reads the block and writes nothing).
+    list.push(w(
+        GCRA_BLOCK,
+        "rl.gcra",
+        &["RL.GCRA", "{key}", "99", "100", "{period}", "BLOCK", "600"],
+    ));
+    let refused = ["RL.GCRA", "{key}", "0", "1", "3600"];
+    let owned = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+    for (name, setup) in [
+        (GCRA_REFUSED, vec![owned(&refused)]),
+        (
+            GCRA_BLOCKED,
+            vec![
+                owned(&refused),
+                owned(&[&refused[..], &["BLOCK", "3600"]].concat()),
+            ],
+        ),
+    ] {
+        list.push(Workload {
+            one_key: true,
+            setup,
+            ..w(name, "rl.gcra", &refused)
+        });
     }
     // The same algorithms in Lua, where `benches/lua` has them.
     let lua_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/lua");
@@ -700,6 +751,9 @@ const THROUGHPUT: [(&str, bool, &str, &[u32]); 3] = [
     (RANDOM_LONG, true, LONG_PERIOD, &[16]),
 ];
 const RANDOM_LONG: &str = "100,000 random keys, 60 s";
+const GCRA_BLOCK: &str = "RL.GCRA .. BLOCK 600";
+const GCRA_REFUSED: &str = "RL.GCRA refused (one key)";
+const GCRA_BLOCKED: &str = "RL.GCRA on a blocked key (one key)";
 const ALL_FIXED: &str = "RL.ALL: 3 FIXED";
 const ALL_MIXED: &str = "RL.ALL: GCRA + SLIDING_LOG";
 const LUA_ALL_FIXED: &str = "Lua all: 3 fixed";
@@ -1202,6 +1256,18 @@ fn targets(r: &Report) -> String {
                 .map(|(a, b)| a / b),
             3.0,
             false,
+        ),
+        (
+            format!("instructions: {GCRA_BLOCK} / RL.GCRA (60 s)"),
+            long(GCRA_BLOCK).zip(long("RL.GCRA")).map(|(a, b)| a / b),
+            1.05,
+            true,
+        ),
+        (
+            "instructions: RL.GCRA on a blocked key / a plain refusal (one key)".into(),
+            inst(GCRA_BLOCKED).zip(inst(GCRA_REFUSED)).map(|(a, b)| a / b),
+            1.0,
+            true,
         ),
         (
             "instructions: RL.ALL of 3 fixed / three RL.FIXED (60 s)".into(),

@@ -17,8 +17,14 @@
 //! back to both limits with RL.ALL ... REFUND: the RateLimit header then
 //! shows the state after the refund.
 //!
+//! GET /login?account=...&password=... protects a login against guessing: 5
+//! failed attempts in 15 minutes, per account and per client address, lock
+//! both out for an hour (RL.ALL ... BLOCK 3600). Only failures count; while
+//! locked, every attempt is a 429 with Retry-After, the right password
+//! included.
+//!
 //! ```sh
-//! REDIS_PORT=6379 cargo run --example http_limiter   # serves, then calls itself 5 times
+//! REDIS_PORT=6379 cargo run --example http_limiter   # serves, then calls itself 12 times
 //! ```
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -96,6 +102,104 @@ fn rate_limit(
     Ok((blocked == 1, headers))
 }
 
+/// Failed logins: 5 in any 15 minutes per account and per address (exact
+/// sliding logs); the sixth blocks both for an hour.
+const LOGIN_POLICIES: [(&str, &[&str]); 2] = [
+    ("account", &["SLIDING_LOG", "5", "900"]),
+    ("address", &["SLIDING_LOG", "5", "900"]),
+];
+const LOGIN_BLOCK: u64 = 3600;
+/// The (simulated) user database.
+const PASSWORDS: [(&str, &str); 1] = [("alice-rust", "correct horse")];
+
+/// (blocked, headers) of a login attempt. `failed` false only asks whether
+/// the account or the address is locked out (quantity 0: a query, which
+/// records nothing); `failed` counts a failed attempt, and the one that goes
+/// over the limit blocks the limits it exceeds for `LOGIN_BLOCK` seconds.
+/// (Keys of two slots: on a Redis Cluster, make two calls, one per key, each
+/// with BLOCK.)
+fn login_limit(
+    con: &mut redis::Connection,
+    account: &str,
+    address: &str,
+    failed: bool,
+) -> redis::RedisResult<(bool, Vec<(String, String)>)> {
+    let mut cmd = redis::cmd("RL.ALL");
+    cmd.arg(2)
+        .arg(format!("login:account:{account}"))
+        .arg(format!("login:address:{address}"));
+    for (_, spec) in LOGIN_POLICIES {
+        cmd.arg(spec);
+    }
+    if failed {
+        cmd.arg(1).arg("BLOCK").arg(LOGIN_BLOCK);
+    } else {
+        cmd.arg(0);
+    }
+    let (blocked, _limit, remaining, retry_after, reset, position): (i64, i64, i64, i64, i64, usize) =
+        cmd.query(con)?;
+    let binding = LOGIN_POLICIES.get(position.wrapping_sub(1)).map_or("?", |p| p.0);
+    let mut headers = vec![(
+        "RateLimit".to_string(),
+        format!("\"{binding}\";r={remaining};t={reset}"),
+    )];
+    if blocked == 1 {
+        headers.push(("Retry-After".to_string(), retry_after.to_string()));
+    }
+    Ok((blocked == 1, headers))
+}
+
+/// A query string's value of `name`, `+` and `%XX` decoded.
+fn query_value(query: &str, name: &str) -> String {
+    let raw = query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+        .unwrap_or("");
+    let mut bytes = Vec::new();
+    let mut rest = raw.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        match (b, tail) {
+            (b'+', _) => bytes.push(b' '),
+            (b'%', [h, l, ..]) if h.is_ascii_hexdigit() && l.is_ascii_hexdigit() => {
+                let hex = std::str::from_utf8(&tail[..2]).unwrap_or("00");
+                bytes.push(u8::from_str_radix(hex, 16).unwrap_or(0));
+                rest = &tail[2..];
+                continue;
+            }
+            _ => bytes.push(b),
+        }
+        rest = tail;
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Status, body and headers of GET /login?account=...&password=...
+fn login(
+    con: &mut redis::Connection,
+    query: &str,
+    address: &str,
+) -> (&'static str, &'static str, Vec<(String, String)>) {
+    let (account, password) = (query_value(query, "account"), query_value(query, "password"));
+    let locked = |(blocked, headers): (bool, Vec<(String, String)>)| {
+        if blocked {
+            ("429 Too Many Requests", "denied\n", headers)
+        } else {
+            ("401 Unauthorized", "denied\n", headers)
+        }
+    };
+    match login_limit(con, &account, address, false) {
+        Ok((true, headers)) => locked((true, headers)),
+        Ok((false, _)) if PASSWORDS.contains(&(account.as_str(), password.as_str())) => {
+            ("200 OK", "ok\n", Vec::new())
+        }
+        Ok((false, _)) => match login_limit(con, &account, address, true) {
+            Ok(limited) => locked(limited),
+            Err(_) => ("503 Service Unavailable", "limiter unavailable\n", Vec::new()),
+        },
+        Err(_) => ("503 Service Unavailable", "limiter unavailable\n", Vec::new()),
+    }
+}
+
 /// The work behind the limiter (simulated): GET /fail fails with a 502.
 fn upstream(path: &str) -> Result<&'static str, &'static str> {
     if path == "/fail" {
@@ -134,6 +238,7 @@ fn serve(listener: TcpListener, mut con: redis::Connection) {
     for stream in listener.incoming() {
         let Ok(mut stream) = stream else { continue };
         let mut client_id = String::from("anonymous");
+        let mut address = stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
         let mut reader = BufReader::new(&mut stream);
         let mut line = String::new();
         let _ = reader.read_line(&mut line);
@@ -143,9 +248,15 @@ fn serve(listener: TcpListener, mut con: redis::Connection) {
             if let Some(value) = line.to_ascii_lowercase().strip_prefix("x-client-id:") {
                 client_id = value.trim().to_string();
             }
+            if let Some(value) = line.to_ascii_lowercase().strip_prefix("x-forwarded-for:") {
+                address = value.trim().to_string();
+            }
             line.clear();
         }
-        let (status, body, headers) = handle(&mut con, &client_id, &path);
+        let (status, body, headers) = match path.split_once('?') {
+            Some(("/login", query)) => login(&mut con, query, &address),
+            _ => handle(&mut con, &client_id, &path),
+        };
         let mut response = format!(
             "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n",
             body.len()
@@ -194,6 +305,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // A 502: the upstream work failed and the handler refunded the unit.
         let refunded = if status == "502" { " (unit refunded)" } else { "" };
         println!("{status} {}{refunded}", shown.join(" "));
+    }
+    // Six wrong passwords, then the right one: locked out all the same. The
+    // account (one per example) and the address (as a proxy would pass it)
+    // are this example's own.
+    for password in ["guess"; 6].into_iter().chain(["correct+horse"]) {
+        let mut stream = TcpStream::connect(address)?;
+        stream.write_all(
+            format!(
+                "GET /login?account=alice-rust&password={password} HTTP/1.1\r\nHost: example\r\nX-Forwarded-For: 203.0.113.3\r\n\r\n"
+            )
+            .as_bytes(),
+        )?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        let status = response.split(' ').nth(1).unwrap_or("?");
+        let shown: Vec<String> = ["RateLimit", "Retry-After"]
+            .iter()
+            .filter_map(|name| {
+                response
+                    .lines()
+                    .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+                    .map(|v| format!("{name}: {v}"))
+            })
+            .collect();
+        let which = if password == "guess" { "wrong" } else { "right" };
+        println!("login ({which} password): {status} {}", shown.join(" "));
     }
     Ok(())
 }

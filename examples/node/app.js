@@ -14,8 +14,14 @@
 // both limits with RL.ALL ... REFUND: the RateLimit header then shows the
 // state after the refund.
 //
+// GET /login?account=...&password=... protects a login against guessing: 5
+// failed attempts in 15 minutes, per account and per client address, lock
+// both out for an hour (RL.ALL ... BLOCK 3600). Only failures count; while
+// locked, every attempt is a 429 with Retry-After, the right password
+// included.
+//
 //   npm install
-//   REDIS_PORT=6379 node app.js      # serves, then calls itself 5 times
+//   REDIS_PORT=6379 node app.js      # serves, then calls itself 12 times
 "use strict";
 
 const http = require("node:http");
@@ -55,6 +61,49 @@ async function rateLimit(clientId, refund = false) {
   return [blocked === 1, headers];
 }
 
+// Failed logins: 5 in any 15 minutes per account and per address (exact
+// sliding logs); the sixth blocks both for an hour.
+const LOGIN_POLICIES = [
+  ["account", ["SLIDING_LOG", 5, 900]],
+  ["address", ["SLIDING_LOG", 5, 900]],
+];
+const LOGIN_BLOCK = 3600;
+const PASSWORDS = { "alice-node": "correct horse" }; // the (simulated) user database
+
+// [blocked, headers] of a login attempt. failed=false only asks whether the
+// account or the address is locked out (quantity 0: a query, which records
+// nothing); failed=true counts a failed attempt, and the one that goes over
+// the limit blocks the limits it exceeds for LOGIN_BLOCK seconds. (Keys of
+// two slots: on a Redis Cluster, make two calls, one per key, each with
+// BLOCK.)
+async function loginLimit(account, address, failed) {
+  const keys = [`login:account:${account}`, `login:address:${address}`];
+  const specs = LOGIN_POLICIES.flatMap(([, spec]) => spec);
+  const quantity = failed ? [1, "BLOCK", LOGIN_BLOCK] : [0];
+  const reply = await redis.call("RL.ALL", keys.length, ...keys, ...specs, ...quantity);
+  const [blocked, , remaining, retryAfter, reset, position] = reply;
+  const headers = { RateLimit: `"${LOGIN_POLICIES[position - 1][0]}";r=${remaining};t=${reset}` };
+  if (blocked) {
+    headers["Retry-After"] = String(retryAfter);
+  }
+  return [blocked === 1, headers];
+}
+
+// [status, headers] of GET /login?account=...&password=...
+async function login(query, address) {
+  const account = query.get("account") || "";
+  const password = query.get("password") || "";
+  let [blocked, headers] = await loginLimit(account, address, false);
+  if (blocked) {
+    return [429, headers];
+  }
+  if (PASSWORDS[account] === password) {
+    return [200, {}];
+  }
+  [blocked, headers] = await loginLimit(account, address, true);
+  return [blocked ? 429 : 401, headers];
+}
+
 // The upstream work failed with this 5xx status.
 class UpstreamError extends Error {
   constructor(status) {
@@ -72,6 +121,14 @@ async function upstream(path) {
 }
 
 const server = http.createServer(async (req, res) => {
+  const url = new URL(req.url, "http://example");
+  if (url.pathname === "/login") {
+    const address = req.headers["x-forwarded-for"] || req.socket.remoteAddress;
+    const [status, headers] = await login(url.searchParams, address);
+    res.writeHead(status, headers);
+    res.end(status === 200 ? "ok\n" : "denied\n");
+    return;
+  }
   const clientId = req.headers["x-client-id"] || req.socket.remoteAddress;
   let [blocked, headers] = await rateLimit(clientId);
   let status = 429;
@@ -95,9 +152,9 @@ const server = http.createServer(async (req, res) => {
   res.end(body);
 });
 
-function get(url) {
+function get(url, headers = { "X-Client-Id": "example-node" }) {
   return new Promise((resolve, reject) => {
-    http.get(url, { headers: { "X-Client-Id": "example-node" } }, (res) => {
+    http.get(url, { headers }, (res) => {
       res.resume();
       res.on("end", () => resolve(res));
     }).on("error", reject);
@@ -119,6 +176,19 @@ server.listen(0, "127.0.0.1", async () => {
     // A 502: the upstream work failed and the handler refunded the unit.
     const refunded = res.statusCode === 502 ? " (unit refunded)" : "";
     console.log(`${res.statusCode} ${shown}${refunded}`);
+  }
+  // Six wrong passwords, then the right one: locked out all the same. The
+  // account (one per example) and the address (as a proxy would pass it)
+  // are this example's own.
+  for (const password of [...Array(6).fill("guess"), "correct horse"]) {
+    const query = new URLSearchParams({ account: "alice-node", password });
+    const res = await get(`${url}/login?${query}`, { "X-Forwarded-For": "203.0.113.2" });
+    const shown = ["RateLimit", "Retry-After"]
+      .filter((n) => res.headers[n.toLowerCase()] !== undefined)
+      .map((n) => `${n}: ${res.headers[n.toLowerCase()]}`)
+      .join(" ");
+    const which = password === "guess" ? "wrong" : "right";
+    console.log(`login (${which} password): ${res.statusCode} ${shown}`);
   }
   server.close();
   redis.disconnect();

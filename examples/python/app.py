@@ -14,8 +14,13 @@ When the (simulated) upstream work of an admitted request fails with a 5xx
 both limits with RL.ALL ... REFUND: the RateLimit header then shows the state
 after the refund.
 
+GET /login?account=...&password=... protects a login against guessing: 5
+failed attempts in 15 minutes, per account and per client address, lock both
+out for an hour (RL.ALL ... BLOCK 3600). Only failures count; while locked,
+every attempt is a 429 with Retry-After, the right password included.
+
     pip install redis
-    REDIS_PORT=6379 python app.py      # serves, then calls itself 5 times
+    REDIS_PORT=6379 python app.py      # serves, then calls itself 12 times
 """
 
 import os
@@ -23,6 +28,7 @@ import threading
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
 
 import redis
 
@@ -58,6 +64,46 @@ def rate_limit(client_id, refund=False):
     return blocked, headers
 
 
+# Failed logins: 5 in any 15 minutes per account and per address (exact
+# sliding logs); the sixth blocks both for an hour.
+LOGIN_POLICIES = [("account", ["SLIDING_LOG", 5, 900]), ("address", ["SLIDING_LOG", 5, 900])]
+LOGIN_BLOCK = 3600
+PASSWORDS = {"alice-python": "correct horse"}  # the (simulated) user database
+
+
+def login_limit(account, address, failed):
+    """(blocked, headers) of a login attempt. failed=False only asks whether
+    the account or the address is locked out (quantity 0: a query, which
+    records nothing); failed=True counts a failed attempt, and the one that
+    goes over the limit blocks the limits it exceeds for LOGIN_BLOCK
+    seconds. (Keys of two slots: on a Redis Cluster, make two calls, one per
+    key, each with BLOCK.)"""
+    keys = [f"login:account:{account}", f"login:address:{address}"]
+    specs = [arg for _, spec in LOGIN_POLICIES for arg in spec]
+    quantity = [1, "BLOCK", LOGIN_BLOCK] if failed else [0]
+    blocked, _limit, remaining, retry_after, reset, position = r.execute_command(
+        "RL.ALL", len(keys), *keys, *specs, *quantity
+    )
+    headers = {"RateLimit": f'"{LOGIN_POLICIES[position - 1][0]}";r={remaining};t={reset}'}
+    if blocked:
+        headers["Retry-After"] = str(retry_after)
+    return blocked, headers
+
+
+def login(query, address):
+    """Status and headers of GET /login?account=...&password=..."""
+    params = parse_qs(query)
+    account = params.get("account", [""])[0]
+    password = params.get("password", [""])[0]
+    blocked, headers = login_limit(account, address, failed=False)
+    if blocked:
+        return 429, headers
+    if PASSWORDS.get(account) == password:
+        return 200, {}
+    blocked, headers = login_limit(account, address, failed=True)
+    return (429 if blocked else 401), headers
+
+
 class UpstreamError(Exception):
     """The upstream work failed with this 5xx status."""
 
@@ -75,6 +121,18 @@ def upstream(path):
 
 class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
+        url = urlsplit(self.path)
+        if url.path == "/login":
+            address = self.headers.get("X-Forwarded-For", self.client_address[0])
+            status, headers = login(url.query, address)
+            body = b"ok\n" if status == 200 else b"denied\n"
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         client_id = self.headers.get("X-Client-Id", self.client_address[0])
         blocked, headers = rate_limit(client_id)
         if blocked:
@@ -116,6 +174,20 @@ def main():
         # A 502: the upstream work failed and the handler refunded the unit.
         refunded = " (unit refunded)" if response.status == 502 else ""
         print(f"{response.status} {shown}{refunded}")
+    # Six wrong passwords, then the right one: locked out all the same. The
+    # account (one per example) and the address (as a proxy would pass it)
+    # are this example's own.
+    for password in ["guess"] * 6 + ["correct horse"]:
+        request = urllib.request.Request(
+            f"{url}/login?account=alice-python&password={password.replace(' ', '+')}",
+            headers={"X-Forwarded-For": "203.0.113.1"},
+        )
+        try:
+            response = urllib.request.urlopen(request)
+        except urllib.error.HTTPError as error:
+            response = error
+        shown = " ".join(f"{n}: {response.headers[n]}" for n in ["RateLimit", "Retry-After"] if response.headers[n])
+        print(f"login ({'right' if password != 'guess' else 'wrong'} password): {response.status} {shown}")
     server.shutdown()
 
 
