@@ -8,12 +8,12 @@ mod clock;
 mod handler;
 mod kept;
 mod key;
+mod options;
 mod register;
 
 use crate::config;
 use redis_module::configuration::ConfigurationFlags;
 use redis_module::{raw, redis_module, Context, RedisString, Status};
-use std::os::raw::c_int;
 
 // Inside Redis every allocation goes through Redis's allocator, so that
 // `INFO memory` and `MEMORY USAGE` see it. That allocator only exists inside a
@@ -40,17 +40,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     if !kept::init() || !kept::follow_server_settings(ctx.ctx) {
         return Status::Err;
     }
-    // Keys are signalled as modified only when a command changed them (see
-    // `ServerKey`), not whenever one was opened for writing.
-    // SAFETY: OnLoad's context.
-    unsafe {
-        if let Some(set_options) = raw::RedisModule_SetModuleOptions {
-            set_options(
-                ctx.ctx,
-                raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int,
-            );
-        }
-    }
+    options::declare(ctx);
     if let Err(problem) = register::create_commands(ctx.ctx) {
         ctx.log_warning(&format!("ratelimit: {problem}"));
         return Status::Err;
