@@ -16,7 +16,8 @@ use crate::rate::{Judged, Rate};
 use crate::registry::{self, Kind, Row};
 use crate::reply::Reply;
 use crate::store::Keyspace;
-use rl_core::{Decision, Instant, RetryAfter};
+use rl_core::request::Joint;
+use rl_core::{Decision, Instant, Mode, RetryAfter};
 use std::cell::RefCell;
 
 /// The most keys one call may name.
@@ -71,7 +72,7 @@ fn decide<S: Keyspace>(
         let mut key = keys.open(2 + i)?;
         let decision = limit
             .rate
-            .judge(limit.row, limit.params, options, now, &mut key)
+            .judge(limit.row, limit.params, options, Joint::Alone, now, &mut key)
             .map_err(|error| in_limit(i + 1, &limit, error))?;
         judged.push(decision);
         match open.get_mut(i) {
@@ -79,13 +80,45 @@ fn decide<S: Keyspace>(
             None => more.push(key),
         }
     }
-    let binding = binding(judged.iter().map(|j| &j.decision));
-    let Some(decision) = judged.get(binding).map(|j| j.decision) else {
+    let refused = judged.iter().any(|j| j.decision.blocked);
+    // Every limit allows the request: with WAIT, all record it at the
+    // latest of their earliest instants (the binding limit is the first
+    // whose instant that is); with AT_MOST, all record the least of their
+    // grants. A limit whose own answer differs is judged again with it.
+    let joint = match options.mode {
+        Mode::Wait(_) if !refused => judged.iter().filter_map(|j| j.earliest).max().map(Joint::At),
+        Mode::AtMost if !refused => judged.iter().map(|j| j.granted).min().map(Joint::Grant),
+        _ => None,
+    };
+    let waits_for = match joint {
+        Some(Joint::At(at)) if at > now => judged.iter().position(|j| j.earliest == Some(at)),
+        _ => None,
+    };
+    if let Some(joint) = joint {
+        let keys = open.iter_mut().flatten().chain(&mut more);
+        for (i, ((key, judged), limit)) in keys.zip(judged.iter_mut()).zip(limits.iter()).enumerate() {
+            let differs = match joint {
+                Joint::At(at) => judged.earliest != Some(at),
+                Joint::Grant(granted) => judged.granted != granted,
+                Joint::Alone => false,
+            };
+            if differs {
+                *judged = limit
+                    .rate
+                    .judge(limit.row, limit.params, options, joint, now, key)
+                    .map_err(|error| in_limit(i + 1, &limit, error))?;
+            }
+        }
+    }
+    let binding = waits_for.unwrap_or_else(|| binding(judged.iter().map(|j| &j.decision)));
+    let Some((decision, granted)) = judged.get(binding).map(|j| (j.decision, j.granted)) else {
         return Err(CommandError::Internal);
     };
-    let refused = decision.blocked;
-    let reply = Reply::five(&decision, options.unit).and(binding as i64 + 1);
-    Ok(crate::rate::settle(row, options, reply, || {
+    let mut reply = Reply::five(&decision, options.unit).and(binding as i64 + 1);
+    if options.mode == Mode::AtMost {
+        reply = reply.and(i64::try_from(granted).unwrap_or(i64::MAX));
+    }
+    Ok(crate::rate::settle(row, options, reply, granted, || {
         // Allowed: every limit's record. Refused: nothing is counted
         // anywhere, and only the limits that refuse by themselves write
         // (the blocks they start).
@@ -212,13 +245,14 @@ fn expected() -> String {
 /// type, a corrupt state) names the key already.
 fn in_limit(position: usize, limit: &Limit<'_>, error: CommandError) -> CommandError {
     match error {
-        CommandError::BadNumber { .. } | CommandError::OverCap { .. } | CommandError::WrongArity { .. } => {
-            CommandError::InLimit {
-                position,
-                algorithm: algorithm(limit.row),
-                error: Box::new(error),
-            }
-        }
+        CommandError::BadNumber { .. }
+        | CommandError::OverCap { .. }
+        | CommandError::WrongArity { .. }
+        | CommandError::CannotWait { .. } => CommandError::InLimit {
+            position,
+            algorithm: algorithm(limit.row),
+            error: Box::new(error),
+        },
         other => other,
     }
 }

@@ -2,7 +2,7 @@
 //! bytes: input may be anything, including non-UTF-8 and NUL bytes.
 
 use crate::error::{printable, CommandError};
-use rl_core::bounds::{MAX_BLOCK_MICROS, MAX_PERIOD_MICROS, MAX_QUANTITY};
+use rl_core::bounds::{MAX_BLOCK_MICROS, MAX_PERIOD_MICROS, MAX_QUANTITY, MAX_WAIT_MICROS};
 use rl_core::{Micros, Mode, Request, TimeUnit};
 
 /// One positional numeric argument of a command.
@@ -126,6 +126,9 @@ pub enum Opt {
     Ms,
     Peek,
     Refund,
+    Force,
+    Wait,
+    AtMost,
     Block,
 }
 
@@ -138,11 +141,40 @@ const BLOCK_DURATION: Param = Param {
     duration: true,
 };
 
+/// `WAIT max_wait`: 0 to 10^9 seconds (10^12 ms with `MS`).
+const MAX_WAIT: Param = Param {
+    name: "WAIT max_wait",
+    min: 0,
+    max: MAX_WAIT_MICROS,
+    cap: None,
+    duration: true,
+};
+
+/// How the units are taken: one of these at most.
+const TAKE_WAYS: &str = "each says how the units are taken: choose one";
+
 /// Options that cannot be given together, and why.
-const EXCLUSIVE: [(Opt, Opt, &str); 1] = [(Opt::Refund, Opt::Block, "a refund is never refused")];
+const EXCLUSIVE: [(Opt, Opt, &str); 8] = [
+    (Opt::Refund, Opt::Force, TAKE_WAYS),
+    (Opt::Refund, Opt::Wait, TAKE_WAYS),
+    (Opt::Refund, Opt::AtMost, TAKE_WAYS),
+    (Opt::Force, Opt::Wait, TAKE_WAYS),
+    (Opt::Force, Opt::AtMost, TAKE_WAYS),
+    (Opt::Wait, Opt::AtMost, TAKE_WAYS),
+    (Opt::Refund, Opt::Block, "a refund is never refused"),
+    (Opt::Force, Opt::Block, "a forced request is never refused"),
+];
 
 impl Opt {
-    pub const ALL: [Opt; 4] = [Opt::Ms, Opt::Peek, Opt::Refund, Opt::Block];
+    pub const ALL: [Opt; 7] = [
+        Opt::Ms,
+        Opt::Peek,
+        Opt::Refund,
+        Opt::Force,
+        Opt::Wait,
+        Opt::AtMost,
+        Opt::Block,
+    ];
 
     /// The word as written in the grammar (matched in any case).
     pub const fn word(self) -> &'static str {
@@ -150,6 +182,9 @@ impl Opt {
             Opt::Ms => "MS",
             Opt::Peek => "PEEK",
             Opt::Refund => "REFUND",
+            Opt::Force => "FORCE",
+            Opt::Wait => "WAIT",
+            Opt::AtMost => "AT_MOST",
             Opt::Block => "BLOCK",
         }
     }
@@ -160,6 +195,9 @@ impl Opt {
             Opt::Ms => "ms",
             Opt::Peek => "peek",
             Opt::Refund => "refund",
+            Opt::Force => "force",
+            Opt::Wait => "max_wait",
+            Opt::AtMost => "at_most",
             Opt::Block => "duration",
         }
     }
@@ -168,7 +206,8 @@ impl Opt {
     pub const fn value(self) -> Option<Param> {
         match self {
             Opt::Block => Some(BLOCK_DURATION),
-            Opt::Ms | Opt::Peek | Opt::Refund => None,
+            Opt::Wait => Some(MAX_WAIT),
+            Opt::Ms | Opt::Peek | Opt::Refund | Opt::Force | Opt::AtMost => None,
         }
     }
 
@@ -183,7 +222,7 @@ pub struct Accepts(pub &'static [Opt]);
 
 impl Accepts {
     /// The rate commands, alone or several at once.
-    pub const RATE: Accepts = Accepts(&[Opt::Ms, Opt::Peek, Opt::Refund, Opt::Block]);
+    pub const RATE: Accepts = Accepts(&Opt::ALL);
     /// The lease command.
     pub const LEASE: Accepts = Accepts(&[Opt::Ms, Opt::Peek]);
     /// A command that takes only a unit.
@@ -328,7 +367,8 @@ pub fn options(command: &'static str, args: &[&[u8]], accepts: Accepts) -> Resul
         return Ok(options);
     }
     let mut seen = 0u8;
-    let mut block = None;
+    // The values of the options that take one, read once the unit is known.
+    let (mut block, mut max_wait) = (None, None);
     let mut tokens = rest.iter();
     while let Some(token) = tokens.next() {
         let Some(option) = accepts.find(token) else {
@@ -346,14 +386,19 @@ pub fn options(command: &'static str, args: &[&[u8]], accepts: Accepts) -> Resul
                     value: option.value().map_or("", |v| v.name),
                 });
             };
-            block = Some(value);
+            match option {
+                Opt::Wait => max_wait = Some(value),
+                _ => block = Some(value),
+            }
         }
         seen |= option.bit();
         match option {
             Opt::Ms => options.unit = TimeUnit::Millis,
             Opt::Peek => options.peek = true,
             Opt::Refund => options.mode = Mode::Refund,
-            Opt::Block => {}
+            Opt::Force => options.mode = Mode::Force,
+            Opt::AtMost => options.mode = Mode::AtMost,
+            Opt::Wait | Opt::Block => {}
         }
     }
     if let Some((first, second, why)) = EXCLUSIVE
@@ -365,6 +410,9 @@ pub fn options(command: &'static str, args: &[&[u8]], accepts: Accepts) -> Resul
             second: second.word(),
             why,
         });
+    }
+    if let Some(value) = max_wait {
+        options.mode = Mode::Wait(Micros(u128::from(MAX_WAIT.parse(value, options.unit)?)));
     }
     if let Some(value) = block {
         options.block = Some(BLOCK_DURATION.parse(value, options.unit)?);
@@ -633,7 +681,7 @@ mod tests {
             options("rl.test", &[b"FAST"], Accepts::RATE)
                 .unwrap_err()
                 .to_string(),
-            "ERR syntax error: unknown option 'FAST' (expected MS, PEEK, REFUND or BLOCK)"
+            "ERR syntax error: unknown option 'FAST' (expected MS, PEEK, REFUND, FORCE, WAIT, AT_MOST or BLOCK)"
         );
     }
 
@@ -643,7 +691,7 @@ mod tests {
             let error = options("rl.test", tokens, Accepts::RATE).unwrap_err();
             assert!(
                 error.to_string().ends_with(
-                    "(expected MS, PEEK, REFUND or BLOCK; quantity comes right after the parameters, before any option)"
+                    "(expected MS, PEEK, REFUND, FORCE, WAIT, AT_MOST or BLOCK; quantity comes right after the parameters, before any option)"
                 ),
                 "{tokens:?}: {error}"
             );

@@ -1,7 +1,8 @@
 //! The one table of error replies. Every message starts with `ERR` (or is
 //! Redis's own `WRONGTYPE`) and names the argument or key at fault.
 
-use crate::args::Accepts;
+use crate::args::{Accepts, Opt};
+use rl_core::bounds::MAX_HELD;
 use std::fmt;
 
 /// Why a command could not run. Nothing has been changed when one is
@@ -71,6 +72,20 @@ pub enum CommandError {
         key: String,
         command: &'static str,
         holder: &'static str,
+    },
+    /// `WAIT` given to an algorithm that cannot reserve (`command`: its own
+    /// command).
+    CannotWait { command: &'static str },
+    /// A forced request that would leave the key's limiter holding more
+    /// than the most a limiter may.
+    Overdrawn { key: String },
+    /// A forced request or a reservation that would leave a sliding log
+    /// holding more entries than its setting allows.
+    LogTooLong {
+        key: String,
+        entries: u64,
+        max: u64,
+        setting: &'static str,
     },
     /// Several limits at once: `numkeys` names more keys and limits than follow it.
     TooFewLimits { numkeys: u64 },
@@ -185,6 +200,37 @@ impl fmt::Display for CommandError {
                 "ERR key '{key}' holds an {} state, not an {} one (use another key, or DEL it to start over)",
                 holder.to_ascii_uppercase(),
                 command.to_ascii_uppercase()
+            ),
+            CommandError::CannotWait { command } => {
+                let takers: Vec<String> = crate::registry::rates()
+                    .filter(|(_, rate)| rate.reserves())
+                    .map(|(row, _)| row.name.to_ascii_uppercase())
+                    .collect();
+                let takers = match takers.split_last() {
+                    Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+                    _ => takers.join(""),
+                };
+                write!(
+                    f,
+                    "ERR {} does not work with {}: a window cannot hold a later window's requests ({} works with {takers})",
+                    Opt::Wait.word(),
+                    command.to_ascii_uppercase(),
+                    Opt::Wait.word()
+                )
+            }
+            CommandError::Overdrawn { key } => write!(
+                f,
+                "ERR {} would leave key '{key}' holding more than {MAX_HELD} units, debt included (nothing was recorded)",
+                Opt::Force.word()
+            ),
+            CommandError::LogTooLong {
+                key,
+                entries,
+                max,
+                setting,
+            } => write!(
+                f,
+                "ERR the sliding log of key '{key}' would hold {entries} entries, more than {setting} ({max}) allows (nothing was recorded)"
             ),
             CommandError::TooFewLimits { numkeys } => {
                 write!(f, "ERR numkeys is {numkeys}, but fewer keys and limits follow")

@@ -167,7 +167,7 @@ fn argument_errors_touch_nothing() {
         ),
         (
             &["RL.FIXED", "k", "1", "1", "FAST"],
-            "ERR syntax error: unknown option 'FAST' (expected MS, PEEK, REFUND or BLOCK)",
+            "ERR syntax error: unknown option 'FAST' (expected MS, PEEK, REFUND, FORCE, WAIT, AT_MOST or BLOCK)",
         ),
         (
             &["RL.SLIDING_LOG", "k", "10001", "1"],
@@ -179,7 +179,7 @@ fn argument_errors_touch_nothing() {
         ),
         (
             &["RL.GCRA", "k", "1", "1", "1", "MS", "5"],
-            "ERR syntax error: unknown option '5' (expected MS, PEEK, REFUND or BLOCK; quantity comes right after the parameters, before any option)",
+            "ERR syntax error: unknown option '5' (expected MS, PEEK, REFUND, FORCE, WAIT, AT_MOST or BLOCK; quantity comes right after the parameters, before any option)",
         ),
         (
             &["RL.TOKEN_BUCKET", "k", "1", "1", "1000000000001", "MS"],
@@ -454,7 +454,7 @@ fn all_errors_name_the_limit_and_change_nothing() {
             &["RL.ALL", "1", "ok", "SLIDING_LOG", "10001", "1"],
             "ERR limit 1 (SLIDING_LOG): limit must be an integer from 1 to 10000 (CONFIG SET ratelimit.sliding_log_max_limit raises the cap, up to 1000000)",
         ),
-        (&["RL.ALL", "1", "ok", "FIXED", "5", "60", "FAST"], "ERR syntax error: unknown option 'FAST' (expected MS, PEEK, REFUND or BLOCK)"),
+        (&["RL.ALL", "1", "ok", "FIXED", "5", "60", "FAST"], "ERR syntax error: unknown option 'FAST' (expected MS, PEEK, REFUND, FORCE, WAIT, AT_MOST or BLOCK)"),
         (&["RL.ALL", "1", "ok", "FIXED", "5", "60", "-1"], "ERR quantity must be an integer from 0 to 1000000000"),
         (
             &["RL.ALL", "2", "ok", "list", "FIXED", "5", "60", "FIXED", "5", "60"],
@@ -994,4 +994,201 @@ fn all_blocks_only_the_limits_that_refuse_and_counts_nothing() {
     assert_eq!(six(&mut m, T0 + 1_000_000, &all)[..2], [1, 1]);
     assert_eq!(m.get(b"{u}:b"), before_b);
     assert!(m.take_replicated().is_empty());
+}
+
+#[test]
+fn wait_reserves_a_later_slot_and_stores_a_request_made_then() {
+    let mut m = Memory::default();
+    // One per second, no burst: the second call waits a second, the third
+    // two; a fourth with a wait of 2 s is refused, 1 s short.
+    let gcra = ["RL.GCRA", "k", "0", "1", "1"];
+    let waiting = with(&gcra, &["WAIT", "2"]);
+    assert_eq!(five(&mut m, T0, &waiting), [0, 1, 0, -1, 1]);
+    assert_eq!(five(&mut m, T0, &waiting), [0, 1, 0, 1, 2]);
+    assert_eq!(five(&mut m, T0, &waiting), [0, 1, 0, 2, 3]);
+    let before = m.get(b"k");
+    m.take_replicated();
+    assert_eq!(five(&mut m, T0, &waiting), [1, 1, 0, 1, 3]);
+    assert_eq!(m.get(b"k"), before);
+    assert!(m.take_replicated().is_empty());
+    // The reservation is what a request at T0 + 2 s stores: a TAT 3 s on.
+    let mut at_t = Memory::default();
+    five(&mut at_t, T0, &gcra);
+    five(&mut at_t, T0 + 1_000_000, &gcra);
+    five(&mut at_t, T0 + 2_000_000, &gcra);
+    assert_eq!(at_t.get(b"k").unwrap().value, before.unwrap().value);
+    // Milliseconds, and PEEK (which reserves nothing).
+    let ms = ["RL.TOKEN_BUCKET", "b", "1", "1", "1000", "MS"];
+    assert_eq!(five(&mut m, T0, &ms), [0, 1, 0, -1, 1000]);
+    assert_eq!(
+        five(&mut m, T0, &with(&ms, &["WAIT", "1500", "PEEK"])),
+        [0, 1, 0, 1000, 2000]
+    );
+    assert_eq!(
+        five(&mut m, T0, &with(&ms, &["WAIT", "1500"])),
+        [0, 1, 0, 1000, 2000]
+    );
+    assert_eq!(
+        five(&mut m, T0, &with(&ms, &["WAIT", "1500"])),
+        [1, 1, 0, 500, 2000]
+    );
+}
+
+#[test]
+fn wait_is_for_the_algorithms_that_can_reserve() {
+    let mut m = Memory::default();
+    for (args, expected) in [
+        (
+            &["RL.FIXED", "k", "1", "60", "WAIT", "5"][..],
+            "ERR WAIT does not work with RL.FIXED: a window cannot hold a later window's requests (WAIT works with RL.GCRA, RL.TOKEN_BUCKET and RL.SLIDING_LOG)",
+        ),
+        (
+            &["RL.SLIDING_COUNTER", "k", "1", "60", "0", "WAIT", "5"],
+            "ERR WAIT does not work with RL.SLIDING_COUNTER: a window cannot hold a later window's requests (WAIT works with RL.GCRA, RL.TOKEN_BUCKET and RL.SLIDING_LOG)",
+        ),
+        (
+            &["RL.ALL", "2", "a", "b", "GCRA", "1", "1", "1", "FIXED", "1", "60", "WAIT", "5"],
+            "ERR limit 2 (FIXED): WAIT does not work with RL.FIXED: a window cannot hold a later window's requests (WAIT works with RL.GCRA, RL.TOKEN_BUCKET and RL.SLIDING_LOG)",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "1", "1", "WAIT", "5", "FORCE"],
+            "ERR syntax error: FORCE and WAIT cannot be combined (each says how the units are taken: choose one)",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "1", "1", "AT_MOST", "REFUND"],
+            "ERR syntax error: REFUND and AT_MOST cannot be combined (each says how the units are taken: choose one)",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "1", "1", "FORCE", "BLOCK", "5"],
+            "ERR syntax error: FORCE and BLOCK cannot be combined (a forced request is never refused)",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "1", "1", "WAIT", "-1"],
+            "ERR WAIT max_wait must be an integer from 0 to 1000000000",
+        ),
+        (
+            &["RL.GCRA", "k", "1", "1", "1", "WAIT"],
+            "ERR syntax error: WAIT needs a value (WAIT max_wait)",
+        ),
+    ] {
+        assert_eq!(call(&mut m, T0, args).unwrap_err().to_string(), expected, "{args:?}");
+    }
+    assert!(m.keys.borrow().is_empty());
+    // WAIT and BLOCK go together: a refusal past the wait blocks.
+    let gcra = ["RL.GCRA", "k", "0", "1", "10"];
+    five(&mut m, T0, &gcra);
+    assert_eq!(
+        five(&mut m, T0, &with(&gcra, &["WAIT", "3", "BLOCK", "60"])),
+        [1, 1, 0, 57, 60]
+    );
+    // Blocked: a reservation waits for the end of the block.
+    assert_eq!(
+        five(&mut m, T0 + 1_000_000, &with(&gcra, &["WAIT", "60"])),
+        [0, 1, 0, 59, 69]
+    );
+}
+
+#[test]
+fn force_records_a_debt_on_every_algorithm() {
+    for args in EVERY_COMMAND {
+        let mut m = Memory::default();
+        let forced = five(&mut m, T0, &with(args, &["12", "FORCE"]));
+        assert_eq!(forced[..4], [0, 5, 0, -1], "{args:?}");
+        // In debt: refused, and the key's expiry covers the debt.
+        let refused = five(&mut m, T0, args);
+        assert_eq!(refused[..3], [1, 5, 0], "{args:?}");
+        let reset_ms = (T0 / 1000) + forced[4] as u64 * 1000;
+        assert!(m.get(b"k").unwrap().expire_at_ms.unwrap() <= reset_ms, "{args:?}");
+        assert!(
+            m.get(b"k").unwrap().expire_at_ms.unwrap() + 1000 > reset_ms,
+            "{args:?}"
+        );
+        // A refund pays part of it back.
+        refund(&mut m, T0, &with(args, &["3", "REFUND"]));
+    }
+    // A sliding log past its setting, and a debt past the bound: errors
+    // that record nothing.
+    let mut m = Memory::default();
+    assert_eq!(
+        call(&mut m, T0, &["RL.SLIDING_LOG", "k", "5", "60", "10001", "FORCE"])
+            .unwrap_err()
+            .to_string(),
+        "ERR the sliding log of key 'k' would hold 10001 entries, more than ratelimit.sliding_log_max_limit (10000) allows (nothing was recorded)"
+    );
+    for _ in 0..4 {
+        five(
+            &mut m,
+            T0,
+            &["RL.GCRA", "g", "0", "1", "1", "1000000000", "FORCE"],
+        );
+    }
+    let before = m.get(b"g");
+    assert_eq!(
+        call(&mut m, T0, &["RL.GCRA", "g", "0", "1", "1", "1", "FORCE"])
+            .unwrap_err()
+            .to_string(),
+        "ERR FORCE would leave key 'g' holding more than 4000000000 units, debt included (nothing was recorded)"
+    );
+    assert_eq!(m.get(b"g"), before);
+    assert!(m.get(b"k").is_none());
+}
+
+#[test]
+fn at_most_grants_what_remains_and_says_how_many() {
+    let mut m = Memory::default();
+    let fixed = ["RL.FIXED", "k", "10", "60"];
+    let (fields, _) = decided(&mut m, T0, &with(&fixed, &["4", "AT_MOST"]));
+    assert_eq!(fields[..3], [0, 10, 6]);
+    assert_eq!(fields[5], 4);
+    let (fields, _) = decided(&mut m, T0, &with(&fixed, &["100", "AT_MOST"]));
+    assert_eq!((fields[0], fields[2], fields[5]), (0, 0, 6));
+    let (fields, outcome) = decided(&mut m, T0, &with(&fixed, &["100", "AT_MOST"]));
+    assert_eq!((fields[0], fields[5], outcome), (1, 0, Outcome::Refused));
+    // A query with AT_MOST: six integers too.
+    assert_eq!(decided(&mut m, T0, &with(&fixed, &["0", "AT_MOST"])).0.len(), 6);
+    // RL.ALL: the least of the grants, recorded on every limit; seven
+    // integers.
+    let all = [
+        "RL.ALL", "2", "a", "b", "FIXED", "10", "60", "GCRA", "2", "1", "60", "5", "AT_MOST",
+    ];
+    let (fields, _) = decided(&mut m, T0, &all);
+    assert_eq!(fields, [0, 3, 0, -1, 180, 2, 3]);
+    assert_eq!(five(&mut m, T0, &["RL.FIXED", "a", "10", "60", "0"])[2], 7);
+}
+
+#[test]
+fn all_waits_for_the_latest_of_its_limits() {
+    let mut m = Memory::default();
+    // A burst of 1 a second, and 2 in any 10 s.
+    let all = [
+        "RL.ALL",
+        "2",
+        "g",
+        "l",
+        "GCRA",
+        "0",
+        "1",
+        "1",
+        "SLIDING_LOG",
+        "2",
+        "10",
+        "WAIT",
+        "20",
+    ];
+    assert_eq!(six(&mut m, T0, &all), [0, 1, 0, -1, 1, 1]);
+    // The GCRA limit is free in 1 s, the log has room: both at T0 + 1 s.
+    assert_eq!(six(&mut m, T0, &all), [0, 1, 0, 1, 2, 1]);
+    // The log is full until T0 + 10 s: it binds, and both record then.
+    assert_eq!(six(&mut m, T0, &all), [0, 2, 0, 10, 20, 2]);
+    assert_eq!(
+        five(&mut m, T0, &["RL.GCRA", "g", "0", "1", "1", "0"]),
+        [0, 1, 0, -1, 11]
+    );
+    // Past the wait: both are free at T0 + 11 s (the log when its entry of
+    // T0 + 1 s leaves), 6 s past a wait of 5: refused, the first binds,
+    // nothing recorded anywhere.
+    let keys = m.keys.borrow().clone();
+    let short = [&all[..12], &["5"]].concat();
+    assert_eq!(six(&mut m, T0, &short), [1, 1, 0, 6, 11, 1]);
+    assert_eq!(*m.keys.borrow(), keys);
 }

@@ -4,14 +4,15 @@
 
 use crate::args::{self, Accepts, Options, Param};
 use crate::codec::frame::Frame;
-use crate::codec::Codec;
+use crate::codec::{ChangeOf, Codec, RefundOf, StateOf};
 use crate::config;
-use crate::error::CommandError;
+use crate::error::{printable, CommandError};
 use crate::registry::{self, Row};
 use crate::reply::Reply;
 use crate::stats::Field;
 use crate::store::{Content, Key, Keyspace, Write};
-use rl_core::{request, Decision, Effect, Giveback, Instant, Mode, ParamError};
+use rl_core::request::Joint;
+use rl_core::{request, Decision, Effect, Giveback, Instant, Limiter, Mode, Overdrawn, ParamError};
 
 /// A rate algorithm as a command: its parameters, and how they build its
 /// limiter (the builder takes exactly as many numbers as the table names:
@@ -32,6 +33,11 @@ pub struct Judged {
     pub write: Option<Write>,
     /// Entries the write adds to a sliding log (for `INFO`).
     pub logged: u64,
+    /// Units recorded: what `AT_MOST` grants.
+    pub granted: u64,
+    /// The earliest instant this limit allows the request (`WAIT`: the one
+    /// it is recorded at); `None`: never.
+    pub earliest: Option<Instant>,
 }
 
 impl Judged {
@@ -63,11 +69,14 @@ pub trait Rate: Sync {
     /// write. Nothing is written: a caller judging several keys writes none
     /// unless every one allows. `row` is the algorithm's own command, for
     /// messages.
+    /// `joint`: what the other limits of the request decided, when they
+    /// all allow it (see `rl_core::request::Joint`).
     fn judge(
         &self,
         row: &Row,
         params: &[&[u8]],
         options: &Options,
+        joint: Joint,
         now: Instant,
         key: &mut dyn Key,
     ) -> Result<Judged, CommandError>;
@@ -75,6 +84,9 @@ pub trait Rate: Sync {
     /// Whether `bytes` are a state of this algorithm: its own first byte
     /// and a valid shape.
     fn holds(&self, bytes: &[u8]) -> bool;
+
+    /// Whether it can reserve a request for a later instant (`WAIT`).
+    fn reserves(&self) -> bool;
 }
 
 impl<C: Codec, const N: usize> Rate for Algorithm<C, N> {
@@ -87,18 +99,26 @@ impl<C: Codec, const N: usize> Rate for Algorithm<C, N> {
         row: &Row,
         params: &[&[u8]],
         options: &Options,
+        joint: Joint,
         now: Instant,
         key: &mut dyn Key,
     ) -> Result<Judged, CommandError> {
+        if matches!(options.mode, Mode::Wait(_)) && !self.reserves() {
+            return Err(CommandError::CannotWait { command: row.name });
+        }
         let numbers = args::params(row.name, &self.params, params, options.unit)?;
         let limiter = (self.build)(numbers).map_err(|ParamError::OutOfRange { name, min, max }| {
             CommandError::BadNumber { name, min, max }
         })?;
-        judge::<C>(row, &limiter, options, now, key)
+        judge::<C>(row, &limiter, options, joint, now, key)
     }
 
     fn holds(&self, bytes: &[u8]) -> bool {
         bytes.first().is_some_and(|tag| C::TAGS.contains(tag)) && C::decode(bytes).is_ok()
+    }
+
+    fn reserves(&self) -> bool {
+        <C::Limiter as Limiter>::RESERVES
     }
 }
 
@@ -113,29 +133,52 @@ pub fn command<S: Keyspace>(
 ) -> Result<Reply, CommandError> {
     let (params, options) = args::after_key(row.name, args, rate.params().len(), Accepts::RATE)?;
     let mut key = keys.open(1)?;
-    let judged = rate.judge(row, params, &options, now, &mut key)?;
-    let reply = Reply::five(&judged.decision, options.unit);
-    Ok(settle(row, &options, reply, || judged.store(row, row, &mut key)))
+    let judged = rate.judge(row, params, &options, Joint::Alone, now, &mut key)?;
+    let mut reply = Reply::five(&judged.decision, options.unit);
+    if options.mode == Mode::AtMost {
+        reply = reply.and(i64::try_from(judged.granted).unwrap_or(i64::MAX));
+    }
+    Ok(settle(row, &options, reply, judged.granted, || {
+        judged.store(row, row, &mut key)
+    }))
 }
 
 /// What every rate command does once its limits are judged: store what
 /// they decided (`store`, which says whether it wrote anything), unless the
 /// request is refused under the shadow switch, which records nothing and
 /// answers it as allowed; count the units a refund gave back.
-pub fn settle(row: &Row, options: &Options, reply: Reply, store: impl FnOnce() -> bool) -> Reply {
+pub fn settle(
+    row: &Row,
+    options: &Options,
+    reply: Reply,
+    granted: u64,
+    store: impl FnOnce() -> bool,
+) -> Reply {
     if reply.refused() && config::shadow() {
         return reply.shadowed();
     }
     let written = store();
+    if !written {
+        // A query, PEEK, a refusal, a refund that changed nothing.
+        return match options.mode {
+            Mode::Refund => reply.refund(),
+            _ => reply,
+        };
+    }
     match options.mode {
         Mode::Refund => {
-            if written {
-                row.stats.add(Field::Refunded, options.quantity);
-            }
-            reply.refund()
+            row.stats.add(Field::Refunded, options.quantity);
+            return reply.refund();
         }
-        Mode::Take => reply,
+        Mode::Force => row.stats.add(Field::Forced, options.quantity),
+        // A reservation: allowed, with a wait before the work.
+        Mode::Wait(_) if reply.fields().get(3).is_some_and(|&wait| wait > 0) => {
+            row.stats.add(Field::Reserved, 1)
+        }
+        Mode::AtMost => row.stats.add(Field::Granted, granted),
+        Mode::Take | Mode::Wait(_) => {}
     }
+    reply
 }
 
 /// Decide a request on `key` with `limiter`, and plan its write.
@@ -143,10 +186,11 @@ fn judge<C: Codec>(
     row: &Row,
     limiter: &C::Limiter,
     options: &Options,
+    joint: Joint,
     now: Instant,
     key: &mut dyn Key,
 ) -> Result<Judged, CommandError> {
-    let (problem, holder) = {
+    let fault = {
         let read = match key.read() {
             Content::Empty => Ok((Frame::EMPTY, None)),
             Content::String(bytes) => match Frame::read(bytes) {
@@ -156,48 +200,92 @@ fn judge<C: Codec>(
                     .map(|state| (frame, Some(state)))
                     // Which algorithm's state it is instead, only on the
                     // error path.
-                    .map_err(|problem| (problem, registry::holder_of(frame.state))),
-                Err(problem) => Err((problem, None)),
+                    .map_err(|problem| Fault::Unreadable(problem, registry::holder_of(frame.state))),
+                Err(problem) => Err(Fault::Unreadable(problem, None)),
             },
             Content::Other => return Err(CommandError::WrongType),
         };
         match read {
             Ok((frame, state)) => {
                 let request = options.request();
-                let verdict = request::judge(limiter, state.as_ref(), frame.block, now, &request);
-                let block = request::in_force(frame.block, now);
-                let (write, logged) = match verdict.effect {
-                    _ if options.peek => (None, 0),
-                    Effect::Nothing | Effect::Refund(Giveback::Nothing) => (None, 0),
-                    Effect::Record(update) => {
-                        let logged = C::entries_logged(&update.change);
-                        let ms = update.expires_at.ceil_millis();
-                        (
-                            Some(frame.wrap(C::plan(state.as_ref(), &update.change, ms), block)),
-                            logged,
-                        )
-                    }
-                    Effect::Refund(Giveback::Rested) => (Some(frame.wrap(Write::Delete, block)), 0),
-                    Effect::Refund(Giveback::Store(update)) => {
-                        // A refund changes nothing without a state.
-                        let write = state.as_ref().map(|state| {
-                            let ms = update.expires_at.ceil_millis();
-                            frame.wrap(C::plan_refund(state, &update.change, ms), block)
-                        });
-                        (write, 0)
-                    }
-                    Effect::Block { until, expires_at } => {
-                        (Some(frame.block(until, expires_at.ceil_millis())), 0)
-                    }
-                };
-                return Ok(Judged {
-                    decision: verdict.decision,
-                    write,
-                    logged,
-                });
+                match request::judge(limiter, state.as_ref(), frame.block, now, &request, joint) {
+                    Ok(verdict) => match plan::<C>(&frame, state.as_ref(), verdict.effect, options, now) {
+                        Ok((write, logged)) => {
+                            return Ok(Judged {
+                                decision: verdict.decision,
+                                write,
+                                logged,
+                                granted: verdict.granted,
+                                earliest: verdict.earliest,
+                            })
+                        }
+                        Err(fault) => fault,
+                    },
+                    Err(Overdrawn) => Fault::Overdrawn,
+                }
             }
-            Err(unreadable) => unreadable,
+            Err(fault) => fault,
         }
     };
-    Err(CommandError::state(key.name(), row.name, problem, holder))
+    Err(match fault {
+        Fault::Unreadable(problem, holder) => CommandError::state(key.name(), row.name, problem, holder),
+        Fault::Overdrawn => CommandError::Overdrawn {
+            key: printable(key.name()),
+        },
+        Fault::TooLong(entries) => CommandError::LogTooLong {
+            key: printable(key.name()),
+            entries,
+            max: config::sliding_log_max_limit(),
+            setting: config::SLIDING_LOG_CAP.setting,
+        },
+    })
+}
+
+/// Why a judgement found nothing to write: the stored bytes, or a request
+/// the state cannot take.
+enum Fault {
+    Unreadable(&'static str, Option<&'static str>),
+    Overdrawn,
+    /// A sliding log that would hold this many entries, past its setting.
+    TooLong(u64),
+}
+
+/// The write of a verdict's `effect` (none with `PEEK`), and the sliding log
+/// entries it adds.
+fn plan<C: Codec>(
+    frame: &Frame<'_>,
+    state: Option<&StateOf<'_, C>>,
+    effect: Effect<ChangeOf<C>, RefundOf<C>>,
+    options: &Options,
+    now: Instant,
+) -> Result<(Option<Write>, u64), Fault> {
+    let block = request::in_force(frame.block, now);
+    Ok(match effect {
+        _ if options.peek => (None, 0),
+        Effect::Nothing | Effect::Refund(Giveback::Nothing) => (None, 0),
+        Effect::Record(update) => {
+            // A forced request or a reservation may hold more entries than
+            // the limit: never more than the setting allows.
+            let entries = C::entries_after(state, &update.change);
+            if entries > config::sliding_log_max_limit() {
+                return Err(Fault::TooLong(entries));
+            }
+            let logged = C::entries_logged(&update.change);
+            let ms = update.expires_at.ceil_millis();
+            (
+                Some(frame.wrap(C::plan(state, &update.change, ms), block)),
+                logged,
+            )
+        }
+        Effect::Refund(Giveback::Rested) => (Some(frame.wrap(Write::Delete, block)), 0),
+        // A refund changes nothing without a state.
+        Effect::Refund(Giveback::Store(update)) => (
+            state.map(|state| {
+                let ms = update.expires_at.ceil_millis();
+                frame.wrap(C::plan_refund(state, &update.change, ms), block)
+            }),
+            0,
+        ),
+        Effect::Block { until, expires_at } => (Some(frame.block(until, expires_at.ceil_millis())), 0),
+    })
 }

@@ -24,13 +24,19 @@ pub enum Field {
     Refunds,
     /// Units given back by refunds that changed a limiter.
     Refunded,
-    /// Blocks started (`BLOCK duration`).
+    /// Blocks started by refusals.
     Blocks,
     /// Refusals answered as allowed: the shadow switch was on.
     ShadowRefused,
+    /// Units recorded by forced requests.
+    Forced,
+    /// Requests reserved for a later instant.
+    Reserved,
+    /// Units granted by requests for as many as would pass.
+    Granted,
 }
 
-const FIELDS: usize = 12;
+const FIELDS: usize = 15;
 
 pub struct Stats {
     /// The fields reported, each with its name in `INFO` (after the row's
@@ -47,9 +53,9 @@ pub const CALLS: [(Field, &str); 4] = [
     (Field::Errors, "errors"),
 ];
 
-/// The fields of the commands that take the rate options (`REFUND`,
-/// `BLOCK`) and answer to the shadow switch.
-pub const RATE: [(Field, &str); 8] = [
+/// The fields of the commands that take the rate options and answer to the
+/// shadow switch.
+pub const RATE: [(Field, &str); 11] = [
     CALLS[0],
     CALLS[1],
     CALLS[2],
@@ -58,6 +64,9 @@ pub const RATE: [(Field, &str); 8] = [
     (Field::Refunded, "refunded"),
     (Field::Blocks, "blocks"),
     (Field::ShadowRefused, "shadow_refused"),
+    (Field::Forced, "forced"),
+    (Field::Reserved, "reserved"),
+    (Field::Granted, "granted"),
 ];
 
 impl Stats {

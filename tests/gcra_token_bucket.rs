@@ -468,11 +468,11 @@ fn argument_errors_name_the_argument() {
         ),
         (
             &["RL.GCRA", "k", "1", "1", "1", "MSS"],
-            "ERR syntax error: unknown option 'MSS' (expected MS, PEEK, REFUND or BLOCK)",
+            "ERR syntax error: unknown option 'MSS' (expected MS, PEEK, REFUND, FORCE, WAIT, AT_MOST or BLOCK)",
         ),
         (
             &["RL.GCRA", "k", "1", "1", "1", "1", "MS", "2"],
-            "ERR syntax error: unknown option '2' (expected MS, PEEK, REFUND or BLOCK; quantity comes right after the parameters, before any option)",
+            "ERR syntax error: unknown option '2' (expected MS, PEEK, REFUND, FORCE, WAIT, AT_MOST or BLOCK; quantity comes right after the parameters, before any option)",
         ),
         (
             &["RL.TOKEN_BUCKET", "k", "0", "1", "1"],
@@ -504,7 +504,7 @@ fn argument_errors_name_the_argument() {
         .unwrap_err();
     assert_eq!(
         common::error_text(&e),
-        "ERR syntax error: unknown option '\\xff\\x0d\\x0a' (expected MS, PEEK, REFUND or BLOCK)"
+        "ERR syntax error: unknown option '\\xff\\x0d\\x0a' (expected MS, PEEK, REFUND, FORCE, WAIT, AT_MOST or BLOCK)"
     );
 }
 
@@ -785,16 +785,16 @@ fn cl_throttle_drop_in() {
     // redis-cell's grammar only: no options, no extra arguments.
     assert_eq!(
         error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "MS"]),
-        "ERR syntax error: 'cl.throttle' takes no options, got 'MS' (RL.GCRA takes MS, PEEK, REFUND and BLOCK)"
+        "ERR syntax error: 'cl.throttle' takes no options, got 'MS' (RL.GCRA takes MS, PEEK, REFUND, FORCE, WAIT, AT_MOST and BLOCK)"
     );
     assert_eq!(
         error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "peek"]),
-        "ERR syntax error: 'cl.throttle' takes no options, got 'peek' (RL.GCRA takes MS, PEEK, REFUND and BLOCK)"
+        "ERR syntax error: 'cl.throttle' takes no options, got 'peek' (RL.GCRA takes MS, PEEK, REFUND, FORCE, WAIT, AT_MOST and BLOCK)"
     );
     // An option after the quantity is named too, not counted as an argument.
     assert_eq!(
         error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "1", "PEEK"]),
-        "ERR syntax error: 'cl.throttle' takes no options, got 'PEEK' (RL.GCRA takes MS, PEEK, REFUND and BLOCK)"
+        "ERR syntax error: 'cl.throttle' takes no options, got 'PEEK' (RL.GCRA takes MS, PEEK, REFUND, FORCE, WAIT, AT_MOST and BLOCK)"
     );
     assert_eq!(
         error(&mut c, &["CL.THROTTLE", "user123", "15", "30", "60", "1", "2"]),

@@ -312,7 +312,7 @@ fn cl_throttle_refuses_block() {
     let mut c = s.client();
     assert_eq!(
         error(&mut c, &["CL.THROTTLE", "k", "1", "1", "1", "1", "BLOCK", "60"]),
-        "ERR syntax error: 'cl.throttle' takes no options, got 'BLOCK' (RL.GCRA takes MS, PEEK, REFUND and BLOCK)"
+        "ERR syntax error: 'cl.throttle' takes no options, got 'BLOCK' (RL.GCRA takes MS, PEEK, REFUND, FORCE, WAIT, AT_MOST and BLOCK)"
     );
 }
 

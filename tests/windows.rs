@@ -269,7 +269,7 @@ fn argument_errors() {
         ),
         (
             &["RL.SLIDING_COUNTER", "k", "1", "1", "x"],
-            "ERR syntax error: unknown option 'x' (expected MS, PEEK, REFUND or BLOCK)",
+            "ERR syntax error: unknown option 'x' (expected MS, PEEK, REFUND, FORCE, WAIT, AT_MOST or BLOCK)",
         ),
         (
             &["RL.SLIDING_LOG", "k", "10001", "1"],

@@ -47,6 +47,12 @@ pub trait Codec: 'static {
     fn entries_logged(_change: &ChangeOf<Self>) -> u64 {
         0
     }
+
+    /// Entries the log holds once `change` is stored; 0 but for the
+    /// sliding log.
+    fn entries_after(_state: Option<&StateOf<'_, Self>>, _change: &ChangeOf<Self>) -> u64 {
+        0
+    }
 }
 
 /// A codec that stores the whole state as one small value.

@@ -173,6 +173,11 @@ impl Codec for SlidingLogCodec {
     fn entries_logged(append: &Append) -> u64 {
         append.count
     }
+
+    fn entries_after(log: Option<&LogView<'_>>, append: &Append) -> u64 {
+        let held = log.map_or(0, |log| u64::try_from(log.len()).unwrap_or(u64::MAX));
+        held.saturating_add(append.count).min(append.keep)
+    }
 }
 
 #[cfg(test)]

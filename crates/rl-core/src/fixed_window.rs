@@ -1,9 +1,9 @@
 //! The fixed window: at most `limit` units in each window `[k*W, (k+1)*W)`.
 
-use crate::bounds::MAX_LIMIT;
+use crate::bounds::{MAX_HELD, MAX_LIMIT};
 use crate::decision::{Decision, RetryAfter};
 use crate::error::{in_range, ParamError};
-use crate::limiter::{refunded, After, Limiter, Outcome, Refunded, Update};
+use crate::limiter::{refunded, After, Limiter, Outcome, Overdrawn, Refunded, Update};
 use crate::time::{Instant, Micros};
 use crate::window::{Window, MAX_WINDOW_START};
 
@@ -25,9 +25,10 @@ pub struct WindowCount {
 }
 
 impl WindowCount {
-    /// `None` unless `start <= 2^56 - 1` µs and `count <= 10^9`.
+    /// `None` unless `start <= 2^56 - 1` µs and `count <= 4 * 10^9` (past
+    /// the limit: a debt, [`MAX_HELD`]).
     pub fn new(start: u64, count: u64) -> Option<WindowCount> {
-        (start <= MAX_WINDOW_START && count <= MAX_LIMIT).then_some(WindowCount { start, count })
+        (start <= MAX_WINDOW_START && count <= MAX_HELD).then_some(WindowCount { start, count })
     }
 
     pub fn start(&self) -> u64 {
@@ -60,6 +61,25 @@ impl FixedWindow {
         match state {
             Some(s) if s.start >= current => (self.window.align(s.start), s.count),
             _ => (current, 0),
+        }
+    }
+}
+
+impl FixedWindow {
+    /// The answer for `count` units recorded in the window that starts at
+    /// `start`, and its update.
+    fn recorded(&self, decision: Decision, start: u64, count: u64, now: Instant) -> Outcome<WindowCount> {
+        let end = u128::from(start) + self.window.micros();
+        Outcome {
+            decision: Decision {
+                remaining: self.limit.saturating_sub(count),
+                reset: Window::until(now, end),
+                ..decision
+            },
+            update: Some(Update {
+                change: WindowCount { start, count },
+                expires_at: Window::instant(end),
+            }),
         }
     }
 }
@@ -99,18 +119,29 @@ impl Limiter for FixedWindow {
             decision.retry_after = RetryAfter::After(to_end);
             return Outcome::unchanged(decision);
         }
+        self.recorded(decision, start, used + quantity, now)
+    }
+
+    /// `quantity` more in the current window, past `limit` if need be.
+    fn force(
+        &self,
+        state: Option<&WindowCount>,
+        now: Instant,
+        quantity: u64,
+    ) -> Result<Outcome<WindowCount>, Overdrawn> {
+        let (start, used) = self.in_force(state, now);
         let count = used + quantity;
-        Outcome {
-            decision: Decision {
-                remaining: self.limit - count,
-                reset: to_end,
-                ..decision
-            },
-            update: Some(Update {
-                change: WindowCount { start, count },
-                expires_at: Window::instant(end),
-            }),
+        if count > MAX_HELD || start > MAX_WINDOW_START {
+            return Err(Overdrawn);
         }
+        let decision = Decision {
+            blocked: false,
+            limit: self.limit,
+            remaining: 0,
+            retry_after: RetryAfter::Allowed,
+            reset: Micros::ZERO,
+        };
+        Ok(self.recorded(decision, start, count, now))
     }
 
     /// The window's count minus `quantity`, floored at 0.

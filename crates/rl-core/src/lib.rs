@@ -24,7 +24,7 @@ pub use decision::{Decision, RetryAfter};
 pub use error::ParamError;
 pub use fixed_window::{FixedWindow, WindowCount};
 pub use gcra::{Gcra, Tat};
-pub use limiter::{Giveback, Limiter, Outcome, Refunded, Update};
+pub use limiter::{Giveback, Limiter, Outcome, Overdrawn, Refunded, Update};
 pub use request::{Effect, Mode, Request, Verdict};
 pub use sliding_counter::{SlidingCounter, WindowPair};
 pub use sliding_log::{Append, LogView, Shed, SlidingLog};

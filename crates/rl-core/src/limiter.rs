@@ -46,6 +46,38 @@ pub trait Limiter {
     /// The reply's `limit` field.
     fn limit(&self) -> u64;
 
+    /// Whether a request can be reserved for a later instant
+    /// ([`Limiter::reserve`]): true where the state can hold a request
+    /// from the future beside the present ones (not a window's counts).
+    const RESERVES: bool = false;
+
+    /// Record `quantity` units at `now` whatever the state, past the limit
+    /// if need be: a debt that later requests wait out. The decision is
+    /// that of an allowed request (`remaining` 0 while in debt; `reset`
+    /// until fully rested, debt included). `Err` when the limiter would
+    /// hold more than [`MAX_HELD`](crate::bounds::MAX_HELD) units: nothing
+    /// is recorded then.
+    fn force(
+        &self,
+        state: Option<&Self::State<'_>>,
+        now: Instant,
+        quantity: u64,
+    ) -> Result<Outcome<Self::Change>, Overdrawn>;
+
+    /// Record a request of `quantity` units as made at `at` (later than
+    /// `now`, and an instant at which it is allowed): exactly what a
+    /// request at `at` would leave. The decision is as of `now`, after the
+    /// reservation. `None` where the algorithm cannot ([`Limiter::RESERVES`]).
+    fn reserve(
+        &self,
+        _state: Option<&Self::State<'_>>,
+        _now: Instant,
+        _at: Instant,
+        _quantity: u64,
+    ) -> Option<Outcome<Self::Change>> {
+        None
+    }
+
     /// When `state` is fully rested, if nothing else happens: `now` plus a
     /// query's `reset`. An algorithm that can tell without deciding a query
     /// says so more cheaply (a call on a blocked key needs only this).
@@ -53,6 +85,11 @@ pub trait Limiter {
         now.saturating_add(self.check(state, now, 0).decision.reset)
     }
 }
+
+/// A forced request that would leave a limiter holding more than
+/// [`MAX_HELD`](crate::bounds::MAX_HELD) units, debt included.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Overdrawn;
 
 /// The result of a refund: the decision of a query after it, and what to
 /// store.

@@ -7,9 +7,15 @@
 //! every request on the key is refused and nothing is recorded; it is never
 //! extended by the requests it refuses, and when it ends the limiter is
 //! exactly where it was.
+//!
+//! Several limits decide one request together (`RL.ALL`): each judges it
+//! alone first ([`Joint::Alone`]); when all allow it, those whose own
+//! answer differs from the joint one are judged again with it (a
+//! reservation at the latest of their earliest instants, a grant of the
+//! least of their grants).
 
 use crate::decision::{Decision, RetryAfter};
-use crate::limiter::{Giveback, Limiter, Update};
+use crate::limiter::{Giveback, Limiter, Outcome, Overdrawn, Update};
 use crate::time::{Instant, Micros};
 
 /// What a call asks of a limit.
@@ -30,6 +36,15 @@ pub enum Mode {
     Take,
     /// Given back (`REFUND`): never refused.
     Refund,
+    /// Taken now whatever the limit says, past it if need be (`FORCE`): a
+    /// debt that later requests wait out. Never refused.
+    Force,
+    /// Taken at the earliest instant the limit allows them, if that is at
+    /// most this long from now (`WAIT max_wait`): a reservation, recorded
+    /// as a request made then, and answered with the wait.
+    Wait(Micros),
+    /// As many as the limit allows now, up to `quantity` (`AT_MOST`).
+    AtMost,
 }
 
 impl Request {
@@ -49,8 +64,15 @@ pub struct Verdict<C, R> {
     /// The reply's five fields for this limit. `blocked`: this limit
     /// refuses the request by itself (a blocked key included); with several
     /// limits, the binding limit is chosen among these, and only these are
-    /// blocked.
+    /// blocked. A reservation is allowed, its wait in `retry_after`.
     pub decision: Decision,
+    /// Units recorded: the quantity of a request taken, reserved or forced,
+    /// what `AT_MOST` grants; 0 for a refusal, a query, a refund.
+    pub granted: u64,
+    /// The earliest instant, from now on, at which this limit allows the
+    /// request (a block's end at the soonest); `None`: never. With `WAIT`,
+    /// the instant it is recorded at.
+    pub earliest: Option<Instant>,
     pub effect: Effect<C, R>,
 }
 
@@ -70,6 +92,21 @@ pub enum Effect<C, R> {
     Block { until: Instant, expires_at: Instant },
 }
 
+/// What the other limits of the same request decided, when all of them
+/// allow it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Joint {
+    /// Nothing: the limit decides alone (the single-key commands, and every
+    /// limit's first judgement).
+    Alone,
+    /// `WAIT`: every limit records the request at this instant, the latest
+    /// of their earliest ones.
+    At(Instant),
+    /// `AT_MOST`: every limit records this many units, the least of their
+    /// grants.
+    Grant(u64),
+}
+
 /// The end of the block a key is under at `now`, if any (a block that has
 /// ended is no block).
 pub fn in_force(block: Option<Instant>, now: Instant) -> Option<Instant> {
@@ -77,114 +114,240 @@ pub fn in_force(block: Option<Instant>, now: Instant) -> Option<Instant> {
 }
 
 /// The judgement of `request` at `now` by `limiter` on its `state`, under
-/// `block` (the end of the key's block, if it has one).
+/// `block` (the end of the key's block, if it has one), given what the
+/// other limits decided (`joint`). `Err` only for a forced request that
+/// would hold more than a limiter may.
 pub fn judge<L: Limiter>(
     limiter: &L,
     state: Option<&L::State<'_>>,
     block: Option<Instant>,
     now: Instant,
     request: &Request,
-) -> Verdict<L::Change, L::Refund> {
+    joint: Joint,
+) -> Result<Verdict<L::Change, L::Refund>, Overdrawn> {
     let block = in_force(block, now);
     let q = request.quantity;
-    if q > 0 && request.mode == Mode::Refund {
-        let refunded = limiter.refund(state, now, q);
-        return Verdict {
-            decision: match block {
-                Some(until) => Decision {
-                    remaining: 0,
-                    reset: refunded.decision.reset.max(until.saturating_since(now)),
-                    ..refunded.decision
-                },
-                None => refunded.decision,
-            },
-            effect: Effect::Refund(refunded.giveback),
-        };
-    }
-    // Under a block, nothing is recorded: the limiter rests when its state
-    // does, and a limiter rested before the block ends waits for the block
-    // alone (a request's own wait is never longer than the time to rest):
-    // no need to decide the request.
-    let rested_at = block.map(|until| (until, limiter.rested_at(state, now)));
-    if let Some((until, rested_at)) = rested_at {
-        if rested_at <= until {
-            let left = until.saturating_since(now);
-            return Verdict {
-                decision: Decision {
-                    blocked: true,
-                    limit: limiter.limit(),
-                    remaining: 0,
-                    retry_after: if q > limiter.limit() {
-                        RetryAfter::Never
-                    } else {
-                        RetryAfter::After(left)
-                    },
-                    reset: left,
-                },
-                effect: Effect::Nothing,
-            };
-        }
-    }
-    let own = limiter.check(state, now, q);
-    match (block, own.update) {
-        // Allowed, or a query on a key that is not blocked.
-        (None, update) if !own.decision.blocked => Verdict {
-            decision: own.decision,
-            effect: update.map_or(Effect::Nothing, Effect::Record),
-        },
-        // Refused by the algorithm alone: a block starts if asked for and
-        // the request could ever pass.
-        (None, _) => match request.block {
-            Some(duration) if own.decision.retry_after != RetryAfter::Never => {
-                let until = now.saturating_add(duration);
-                Verdict {
-                    decision: under_block(own.decision, until, now),
-                    effect: Effect::Block {
-                        until,
-                        expires_at: now.saturating_add(own.decision.reset).max(until),
-                    },
-                }
-            }
-            _ => Verdict {
-                decision: own.decision,
-                effect: Effect::Nothing,
-            },
-        },
-        // A blocked key refuses everything, queries included, and records
-        // nothing: it rests when its state does.
-        (Some(until), _) => {
-            let rests = rested_at.map_or(Micros::ZERO, |(_, at)| at.saturating_since(now));
+    let verdict = match request.mode {
+        // `quantity` 0 is a query whatever the mode: a wait of nothing.
+        _ if q == 0 => wait(limiter, state, block, now, request, Micros::ZERO, Joint::Alone),
+        Mode::Take => wait(limiter, state, block, now, request, Micros::ZERO, joint),
+        Mode::Wait(max_wait) => wait(limiter, state, block, now, request, max_wait, joint),
+        Mode::AtMost => at_most(limiter, state, block, now, request, joint),
+        Mode::Refund => {
+            let refunded = limiter.refund(state, now, q);
             Verdict {
-                decision: under_block(
-                    Decision {
-                        reset: rests,
-                        ..own.decision
-                    },
-                    until,
-                    now,
-                ),
-                effect: Effect::Nothing,
+                decision: while_blocked(refunded.decision, block, now),
+                granted: 0,
+                earliest: None,
+                effect: Effect::Refund(refunded.giveback),
             }
         }
+        Mode::Force => {
+            let forced = limiter.force(state, now, q)?;
+            recorded(forced, block, now, q, now)
+        }
+    };
+    Ok(verdict)
+}
+
+/// A request taken at the earliest instant the limit allows it, if that
+/// is at most `max_wait` from now (plain requests and queries: no wait).
+fn wait<L: Limiter>(
+    limiter: &L,
+    state: Option<&L::State<'_>>,
+    block: Option<Instant>,
+    now: Instant,
+    request: &Request,
+    max_wait: Micros,
+    joint: Joint,
+) -> Verdict<L::Change, L::Refund> {
+    let q = request.quantity;
+    let limit = limiter.limit();
+    // Under a block nothing is recorded, so the limiter rests when its state
+    // does; one rested before the block ends allows the request at the
+    // block's end (a request's own wait is never longer than the time to
+    // rest), so it need not be decided: the common call on a blocked key.
+    let rested_at = block.map(|_| limiter.rested_at(state, now));
+    let own = match (block, rested_at) {
+        (Some(until), Some(rested)) if rested <= until => None,
+        _ => Some(limiter.check(state, now, q)),
+    };
+    // How long until the request is allowed (exact: it may reach past the
+    // last instant a clock can read).
+    let left = block.map_or(Micros::ZERO, |until| until.saturating_since(now));
+    let delay = match &own {
+        None => (q <= limit).then_some(left),
+        Some(own) => match own.decision.retry_after {
+            RetryAfter::Allowed => Some(Micros::ZERO),
+            RetryAfter::After(wait) => Some(wait),
+            RetryAfter::Never => None,
+        }
+        .map(|wait| wait.max(left)),
+    };
+    let earliest = delay.map(|d| now.saturating_add(d));
+    // The other limits' instant is never earlier than this one's.
+    let delay = match joint {
+        Joint::At(at) => Some(at.saturating_since(now)),
+        _ => delay,
+    };
+    match (delay, own) {
+        // Allowed now: an ordinary request (or a query).
+        (Some(Micros::ZERO), Some(own)) if !own.decision.blocked => Verdict {
+            decision: own.decision,
+            granted: if own.update.is_some() { q } else { 0 },
+            earliest,
+            effect: own.update.map_or(Effect::Nothing, Effect::Record),
+        },
+        // Allowed later, within the wait: a reservation.
+        (Some(delay), _) if delay <= max_wait && delay > Micros::ZERO => {
+            let at = now.saturating_add(delay);
+            match limiter.reserve(state, now, at, q) {
+                Some(reserved) => {
+                    let mut verdict = recorded(reserved, block, now, q, at);
+                    verdict.decision.retry_after = RetryAfter::After(delay);
+                    verdict
+                }
+                // An algorithm that cannot reserve (never asked to wait).
+                None => refused(
+                    limiter,
+                    block,
+                    now,
+                    request,
+                    max_wait,
+                    Some(delay),
+                    rested_at,
+                    None,
+                ),
+            }
+        }
+        (delay, own) => refused(limiter, block, now, request, max_wait, delay, rested_at, own),
     }
 }
 
-/// A refusal under a block that ends at `until`, given the algorithm's own
-/// decision on the same request: nothing remains, and the request can pass
-/// (and the limiter is rested) no sooner than the block ends. (On the path
-/// of every call on a blocked key: kept to a few comparisons.)
-#[inline(always)]
-fn under_block(mut own: Decision, until: Instant, now: Instant) -> Decision {
-    let left = Micros(u128::from(until.as_micros().saturating_sub(now.as_micros())));
-    own.blocked = true;
-    own.remaining = 0;
-    own.retry_after = match own.retry_after {
-        RetryAfter::After(wait) if wait > left => RetryAfter::After(wait),
-        RetryAfter::Never => RetryAfter::Never,
-        _ => RetryAfter::After(left),
+/// A request this limit refuses (or a query on a blocked key): its answer,
+/// and the block it starts when the request asks for one.
+#[allow(clippy::too_many_arguments)]
+fn refused<L: Limiter>(
+    limiter: &L,
+    block: Option<Instant>,
+    now: Instant,
+    request: &Request,
+    max_wait: Micros,
+    delay: Option<Micros>,
+    rested_at: Option<Instant>,
+    own: Option<Outcome<L::Change>>,
+) -> Verdict<L::Change, L::Refund> {
+    let q = request.quantity;
+    // Nothing is recorded: the limiter rests when its state does.
+    let rests = match (rested_at, &own) {
+        (Some(at), _) => at.saturating_since(now),
+        (None, Some(own)) => own.decision.reset,
+        (None, None) => Micros::ZERO,
     };
-    if own.reset < left {
-        own.reset = left;
+    let remaining = match (&own, block) {
+        (Some(own), None) => own.decision.remaining,
+        _ => 0,
+    };
+    // A block starts if asked for, on a key not blocked, for a request that
+    // could ever pass.
+    let starts = match (request.block, block, delay) {
+        (Some(duration), None, Some(_)) if q > 0 => Some((now.saturating_add(duration), duration)),
+        _ => None,
+    };
+    let retry_after = match delay {
+        None => RetryAfter::Never,
+        // The same call passes once the request is allowed within its
+        // wait, and not before a block it starts ends.
+        Some(delay) => {
+            let delay = starts.map_or(delay, |(_, duration)| delay.max(duration));
+            RetryAfter::After(Micros(delay.get().saturating_sub(max_wait.get())))
+        }
+    };
+    let starts = starts.map(|(until, _)| until);
+    let until = starts.or(block);
+    let reset = until.map_or(rests, |until| rests.max(until.saturating_since(now)));
+    Verdict {
+        decision: Decision {
+            blocked: q > 0 || block.is_some(),
+            limit: limiter.limit(),
+            remaining: if starts.is_some() { 0 } else { remaining },
+            retry_after: if q == 0 && block.is_none() {
+                RetryAfter::Allowed
+            } else {
+                retry_after
+            },
+            reset,
+        },
+        granted: 0,
+        earliest: delay.map(|d| now.saturating_add(d)),
+        effect: match starts {
+            Some(until) => Effect::Block {
+                until,
+                expires_at: now.saturating_add(rests).max(until),
+            },
+            None => Effect::Nothing,
+        },
     }
-    own
+}
+
+/// As many units as the limit allows now, up to the request's quantity
+/// (under a block, none); a grant of none is a refusal, which waits for one
+/// unit.
+fn at_most<L: Limiter>(
+    limiter: &L,
+    state: Option<&L::State<'_>>,
+    block: Option<Instant>,
+    now: Instant,
+    request: &Request,
+    joint: Joint,
+) -> Verdict<L::Change, L::Refund> {
+    let grantable = match block {
+        Some(_) => 0,
+        None => limiter.check(state, now, 0).decision.remaining,
+    };
+    let granted = match joint {
+        Joint::Grant(granted) => granted,
+        _ => request.quantity.min(grantable),
+    };
+    let one = Request {
+        quantity: 1,
+        ..*request
+    };
+    if granted == 0 {
+        return wait(limiter, state, block, now, &one, Micros::ZERO, Joint::Alone);
+    }
+    let taken = limiter.check(state, now, granted);
+    match taken.update {
+        Some(_) if !taken.decision.blocked => recorded(taken, block, now, granted, now),
+        // Never: a grant is at most what the limit allows now.
+        _ => wait(limiter, state, block, now, &one, Micros::ZERO, Joint::Alone),
+    }
+}
+
+/// The answer of `granted` units recorded at `at` (`outcome`, allowed, as of
+/// now), under `block` if one is in force.
+fn recorded<C, R>(
+    outcome: Outcome<C>,
+    block: Option<Instant>,
+    now: Instant,
+    granted: u64,
+    at: Instant,
+) -> Verdict<C, R> {
+    Verdict {
+        decision: while_blocked(outcome.decision, block, now),
+        granted,
+        earliest: Some(at),
+        effect: outcome.update.map_or(Effect::Nothing, Effect::Record),
+    }
+}
+
+/// An answer that is not a refusal (a refund, a forced or reserved request)
+/// on a key under `block`: nothing remains, and the limiter is not rested
+/// before the block ends.
+fn while_blocked(mut decision: Decision, block: Option<Instant>, now: Instant) -> Decision {
+    if let Some(until) = block {
+        decision.remaining = 0;
+        decision.reset = decision.reset.max(until.saturating_since(now));
+    }
+    decision
 }

@@ -5,10 +5,10 @@
 //! `prev * (W - e) / W + cur`, and a request of `q` is allowed iff
 //! `prev * (W - e) + (cur + q) * W <= limit * W`, compared exactly.
 
-use crate::bounds::MAX_LIMIT;
+use crate::bounds::{MAX_HELD, MAX_LIMIT};
 use crate::decision::{Decision, RetryAfter};
 use crate::error::{in_range, ParamError};
-use crate::limiter::{refunded, After, Limiter, Outcome, Refunded, Update};
+use crate::limiter::{refunded, After, Limiter, Outcome, Overdrawn, Refunded, Update};
 use crate::time::{Instant, Micros};
 use crate::window::{Window, MAX_WINDOW_START};
 
@@ -30,9 +30,10 @@ pub struct WindowPair {
 }
 
 impl WindowPair {
-    /// `None` unless `start <= 2^56 - 1` µs and both counts are at most 10^9.
+    /// `None` unless `start <= 2^56 - 1` µs and both counts are at most
+    /// 4 * 10^9 (past the limit: a debt, [`MAX_HELD`]).
     pub fn new(start: u64, previous: u64, current: u64) -> Option<WindowPair> {
-        (start <= MAX_WINDOW_START && previous <= MAX_LIMIT && current <= MAX_LIMIT).then_some(WindowPair {
+        (start <= MAX_WINDOW_START && previous <= MAX_HELD && current <= MAX_HELD).then_some(WindowPair {
             start,
             previous,
             current,
@@ -127,6 +128,31 @@ impl SlidingCounter {
     }
 }
 
+impl SlidingCounter {
+    /// The answer for counts `prev` and `cur` recorded in the window that
+    /// starts at `start` (`remaining` left to the caller), and its update.
+    fn recorded(&self, now: Instant, start: u64, prev: u64, cur: u64) -> Outcome<WindowPair> {
+        let reset = self.reset(now, start, prev, cur);
+        Outcome {
+            decision: Decision {
+                blocked: false,
+                limit: self.limit,
+                remaining: 0,
+                retry_after: RetryAfter::Allowed,
+                reset,
+            },
+            update: Some(Update {
+                change: WindowPair {
+                    start,
+                    previous: prev,
+                    current: cur,
+                },
+                expires_at: now.saturating_add(reset),
+            }),
+        }
+    }
+}
+
 impl Limiter for SlidingCounter {
     type State<'a> = WindowPair;
     type Change = WindowPair;
@@ -171,23 +197,30 @@ impl Limiter for SlidingCounter {
             decision.retry_after = RetryAfter::After(Window::until(now, at));
             return Outcome::unchanged(decision);
         }
+        let mut outcome = self.recorded(now, start, prev, cur + quantity);
+        outcome.decision.remaining = remaining_with(cur + quantity);
+        outcome
+    }
+
+    /// `quantity` more in the current window, past `limit` if need be.
+    fn force(
+        &self,
+        state: Option<&WindowPair>,
+        now: Instant,
+        quantity: u64,
+    ) -> Result<Outcome<WindowPair>, Overdrawn> {
+        let (start, prev, cur) = self.counts_at(state, now);
         let cur = cur + quantity;
-        let reset = self.reset(now, start, prev, cur);
-        Outcome {
-            decision: Decision {
-                remaining: remaining_with(cur),
-                reset,
-                ..decision
-            },
-            update: Some(Update {
-                change: WindowPair {
-                    start,
-                    previous: prev,
-                    current: cur,
-                },
-                expires_at: now.saturating_add(reset),
-            }),
+        if cur > MAX_HELD || prev > MAX_HELD || start > MAX_WINDOW_START {
+            return Err(Overdrawn);
         }
+        let mut outcome = self.recorded(now, start, prev, cur);
+        // What would pass now: the whole limit, less the weighted estimate.
+        let (w, limit) = (self.window.micros(), u128::from(self.limit));
+        let elapsed = u128::from(now.as_micros().saturating_sub(start)).min(w);
+        let used = u128::from(prev) * (w - elapsed) + u128::from(cur) * w;
+        outcome.decision.remaining = u64::try_from((limit * w).saturating_sub(used) / w).unwrap_or(0);
+        Ok(outcome)
     }
 
     /// `quantity` comes off the current window's count, and what it lacks

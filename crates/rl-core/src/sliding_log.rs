@@ -8,10 +8,10 @@
 //! bytes without copying; admission is O(1) (the entry `limit - q` back from
 //! the newest decides) and `remaining` a binary search.
 
-use crate::bounds::MAX_LIMIT;
+use crate::bounds::{MAX_HELD, MAX_LIMIT};
 use crate::decision::{Decision, RetryAfter};
 use crate::error::{in_range, ParamError};
-use crate::limiter::{Giveback, Limiter, Outcome, Refunded, Update};
+use crate::limiter::{Giveback, Limiter, Outcome, Overdrawn, Refunded, Update};
 use crate::time::{Instant, Micros};
 use crate::window::Window;
 
@@ -155,10 +155,68 @@ impl SlidingLog {
     }
 }
 
+impl SlidingLog {
+    /// The newest entry of `state`, and how many of its entries are in the
+    /// window at `now`.
+    fn survey(&self, state: Option<&LogView<'_>>, now: Instant) -> (Option<u64>, u64) {
+        match state {
+            Some(log) => (
+                log.len().checked_sub(1).map(|i| log.get(i)),
+                self.in_window(log, now),
+            ),
+            None => (None, 0),
+        }
+    }
+
+    /// The answer at `now` for `quantity` entries appended at `at` (no
+    /// earlier than `now`) to a log whose newest entry is `newest` and of
+    /// which `in_window` are in the window at `now`, and its update. The log
+    /// keeps every entry in the window at `now` (past `limit` after a
+    /// forced request, or a reservation beside entries that leave the
+    /// window before its instant: a refund may take the reservation back),
+    /// and at least `limit` entries.
+    fn appended(
+        &self,
+        newest: Option<u64>,
+        in_window: u64,
+        now: Instant,
+        at: Instant,
+        quantity: u64,
+    ) -> Outcome<Append> {
+        let keep = self.limit.max(in_window + quantity);
+        // Logged no earlier than the newest entry, so the log stays ordered
+        // even when the clock steps back or a later entry was reserved.
+        let at = Instant::from_micros(newest.map_or(at.as_micros(), |t| t.max(at.as_micros())));
+        let reset = self.until_out(now, at.as_micros());
+        // The entries appended are in the window (at or after now), and so
+        // are those of the others that were.
+        let counted = in_window + quantity;
+        Outcome {
+            decision: Decision {
+                blocked: false,
+                limit: self.limit,
+                remaining: self.limit.saturating_sub(counted),
+                retry_after: RetryAfter::Allowed,
+                reset,
+            },
+            update: Some(Update {
+                change: Append {
+                    at,
+                    count: quantity,
+                    keep,
+                },
+                expires_at: now.saturating_add(reset),
+            }),
+        }
+    }
+}
+
 impl Limiter for SlidingLog {
     type State<'a> = LogView<'a>;
     type Change = Append;
     type Refund = Shed;
+
+    const RESERVES: bool = true;
 
     fn limit(&self) -> u64 {
         self.limit
@@ -189,25 +247,33 @@ impl Limiter for SlidingLog {
                 return Outcome::unchanged(decision);
             }
         }
-        // Logged no earlier than the newest entry, so the log stays ordered
-        // even when the clock steps back.
-        let at = Instant::from_micros(newest.map_or(now.as_micros(), |t| t.max(now.as_micros())));
-        let reset = self.until_out(now, at.as_micros());
-        Outcome {
-            decision: Decision {
-                remaining: self.limit - (in_window.min(self.limit - quantity) + quantity),
-                reset,
-                ..decision
-            },
-            update: Some(Update {
-                change: Append {
-                    at,
-                    count: quantity,
-                    keep: self.limit,
-                },
-                expires_at: now.saturating_add(reset),
-            }),
+        self.appended(newest, in_window, now, now, quantity)
+    }
+
+    /// `quantity` entries at `now`, past `limit` if need be.
+    fn force(
+        &self,
+        state: Option<&LogView<'_>>,
+        now: Instant,
+        quantity: u64,
+    ) -> Result<Outcome<Append>, Overdrawn> {
+        let (newest, in_window) = self.survey(state, now);
+        if in_window + quantity > MAX_HELD {
+            return Err(Overdrawn);
         }
+        Ok(self.appended(newest, in_window, now, now, quantity))
+    }
+
+    /// `quantity` entries at `at`.
+    fn reserve(
+        &self,
+        state: Option<&LogView<'_>>,
+        now: Instant,
+        at: Instant,
+        quantity: u64,
+    ) -> Option<Outcome<Append>> {
+        let (newest, in_window) = self.survey(state, now);
+        Some(self.appended(newest, in_window, now, at.max(now), quantity))
     }
 
     /// The newest `min(quantity, in window)` entries are removed.

@@ -7,10 +7,10 @@
 //! Its decisions equal GCRA's with `max_burst = capacity - 1` and the same
 //! rate, for any sequence of requests and instants.
 
-use crate::bounds::{MAX_LIMIT, MAX_PERIOD_MICROS};
+use crate::bounds::{MAX_HELD, MAX_LIMIT, MAX_PERIOD_MICROS};
 use crate::decision::{Decision, RetryAfter};
 use crate::error::{in_range, ParamError};
-use crate::limiter::{refunded, After, Limiter, Outcome, Refunded, Update};
+use crate::limiter::{refunded, After, Limiter, Outcome, Overdrawn, Refunded, Update};
 use crate::time::{div, div_ceil, gcd, rescale, Instant, Micros, Round};
 
 /// Validated token-bucket parameters.
@@ -22,21 +22,23 @@ pub struct TokenBucket {
 }
 
 /// The bucket's content at `updated_at`: `level / grains_per_token` tokens.
+/// Below zero, a debt (`FORCE`), refilled at the same rate.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Tokens {
-    level: u128,
+    level: i128,
     grains_per_token: u64,
     updated_at: Instant,
 }
 
 impl Tokens {
-    /// `None` unless `1 <= grains_per_token <= 10^15` and the level is at
-    /// most `10^9` tokens.
-    pub fn new(level: u128, grains_per_token: u64, updated_at: Instant) -> Option<Tokens> {
+    /// `None` unless `1 <= grains_per_token <= 10^15` and the level is from
+    /// `-4 * 10^9` (a debt: [`MAX_HELD`]) to `10^9` tokens.
+    pub fn new(level: i128, grains_per_token: u64, updated_at: Instant) -> Option<Tokens> {
         if !(1..=MAX_PERIOD_MICROS).contains(&grains_per_token) {
             return None;
         }
-        if level > u128::from(MAX_LIMIT) * u128::from(grains_per_token) {
+        let token = i128::from(grains_per_token);
+        if level > i128::from(MAX_LIMIT) * token || level < -i128::from(MAX_HELD) * token {
             return None;
         }
         Some(Tokens {
@@ -46,7 +48,7 @@ impl Tokens {
         })
     }
 
-    pub fn level(&self) -> u128 {
+    pub fn level(&self) -> i128 {
         self.level
     }
 
@@ -79,36 +81,71 @@ impl TokenBucket {
         })
     }
 
-    fn full(&self) -> u128 {
-        u128::from(self.capacity) * u128::from(self.grains_per_token)
+    fn full(&self) -> i128 {
+        i128::from(self.capacity) * i128::from(self.grains_per_token)
     }
 
-    /// Grains in the bucket at `now`. Negative when the clock went back
-    /// behind `updated_at` far enough: the refill that "has not happened
-    /// yet" is owed, exactly as GCRA's TAT stays put when time goes back.
+    /// Grains in the bucket at `now`. Negative in debt (`FORCE`), and when
+    /// `updated_at` is later than `now` (a reservation, or a clock that went
+    /// back) by more than the level: the refill that "has not happened yet"
+    /// is owed, exactly as GCRA's TAT stays put when time goes back.
     fn level_at(&self, state: Option<&Tokens>, now: Instant) -> i128 {
         let full = self.full();
         let Some(s) = state else {
-            return full as i128;
+            return full;
         };
         let stored = if s.grains_per_token == self.grains_per_token {
             s.level
         } else {
-            // Parameters changed: round down, never granting a grain more.
-            // (level * new can pass 2^128 for a large bucket: rescaled in
-            // parts, as the result, at most 10^9 tokens of `new` grains, is
-            // at most 10^24.)
-            rescale(s.level, s.grains_per_token, self.grains_per_token, Round::Down)
+            // Parameters changed: round toward less, never granting a grain
+            // more (a debt grows). (level * new can pass 2^128 for a large
+            // bucket: rescaled in parts, as the result, at most 4 * 10^9
+            // tokens of `new` grains, is at most 4 * 10^24.)
+            let magnitude = s.level.unsigned_abs();
+            let (from, to) = (s.grains_per_token, self.grains_per_token);
+            match s.level {
+                l if l >= 0 => rescale(magnitude, from, to, Round::Down) as i128,
+                _ => -(rescale(magnitude, from, to, Round::Up) as i128),
+            }
         }
         .min(full);
-        let rate = u128::from(self.grains_per_micro);
-        // All terms are below 2^100: level <= 10^24, elapsed * rate < 2^94.
+        let rate = i128::from(self.grains_per_micro);
+        // All terms are below 2^100: |level| <= 4 * 10^24, elapsed * rate < 2^94.
         if now >= s.updated_at {
-            let refill = u128::from(now.as_micros() - s.updated_at.as_micros()) * rate;
-            stored.saturating_add(refill).min(full) as i128
+            let refill = i128::from(now.as_micros() - s.updated_at.as_micros()) * rate;
+            (stored + refill).min(full)
         } else {
-            let owed = u128::from(s.updated_at.as_micros() - now.as_micros()) * rate;
-            stored as i128 - owed as i128
+            let owed = i128::from(s.updated_at.as_micros() - now.as_micros()) * rate;
+            stored - owed
+        }
+    }
+
+    /// The answer at `now` for a bucket left at `left` grains as of `at`
+    /// (no earlier than `now`), and its update.
+    fn recorded(&self, now: Instant, at: Instant, left: i128) -> Outcome<Tokens> {
+        let stored = Tokens {
+            level: left,
+            grains_per_token: self.grains_per_token,
+            updated_at: at,
+        };
+        let level = if at == now {
+            left
+        } else {
+            self.level_at(Some(&stored), now)
+        };
+        let reset = self.time_for(self.full() - level);
+        Outcome {
+            decision: Decision {
+                blocked: false,
+                limit: self.capacity,
+                remaining: self.remaining(level),
+                retry_after: RetryAfter::Allowed,
+                reset,
+            },
+            update: Some(Update {
+                change: stored,
+                expires_at: now.saturating_add(reset),
+            }),
         }
     }
 
@@ -129,12 +166,42 @@ impl Limiter for TokenBucket {
     type Change = Tokens;
     type Refund = Tokens;
 
+    const RESERVES: bool = true;
+
     fn limit(&self) -> u64 {
         self.capacity
     }
 
+    /// The level at `now` less `quantity`, below zero if need be.
+    fn force(
+        &self,
+        state: Option<&Tokens>,
+        now: Instant,
+        quantity: u64,
+    ) -> Result<Outcome<Tokens>, Overdrawn> {
+        let token = i128::from(self.grains_per_token);
+        let left = self.level_at(state, now) - i128::from(quantity) * token;
+        if self.full() - left > i128::from(MAX_HELD) * token {
+            return Err(Overdrawn);
+        }
+        Ok(self.recorded(now, now, left))
+    }
+
+    /// The level at `at` less `quantity`, as of `at`.
+    fn reserve(
+        &self,
+        state: Option<&Tokens>,
+        now: Instant,
+        at: Instant,
+        quantity: u64,
+    ) -> Option<Outcome<Tokens>> {
+        let at = at.max(now);
+        let left = self.level_at(state, at) - i128::from(quantity) * i128::from(self.grains_per_token);
+        Some(self.recorded(now, at, left))
+    }
+
     fn check(&self, state: Option<&Tokens>, now: Instant, quantity: u64) -> Outcome<Tokens> {
-        let full = self.full() as i128;
+        let full = self.full();
         let level = self.level_at(state, now);
         let mut decision = Decision {
             blocked: false,
@@ -152,45 +219,27 @@ impl Limiter for TokenBucket {
             decision.retry_after = RetryAfter::After(self.time_for(cost - level));
             return Outcome::unchanged(decision);
         }
-        let left = level - cost;
-        let reset = self.time_for(full - left);
-        Outcome {
-            decision: Decision {
-                remaining: self.remaining(left),
-                reset,
-                ..decision
-            },
-            update: Some(Update {
-                change: Tokens {
-                    level: left as u128,
-                    grains_per_token: self.grains_per_token,
-                    updated_at: now,
-                },
-                expires_at: now.saturating_add(reset),
-            }),
-        }
+        self.recorded(now, now, level - cost)
     }
 
-    /// The level after refill, plus `quantity` tokens, capped at
-    /// `capacity`. After the clock stepped back behind the last update, the
-    /// tokens are added at that update's instant (the refill "owed" until
-    /// then stays owed).
+    /// The level at `now`, plus `quantity` tokens, capped at `capacity`:
+    /// GCRA's `TAT = max(TAT - quantity * T, now)`. The level may be below
+    /// zero (a debt, or the refill owed after the clock stepped back behind
+    /// the last update, or before a reservation's instant).
     fn refund(&self, state: Option<&Tokens>, now: Instant, quantity: u64) -> Refunded<Tokens> {
         let full = self.full();
         let after = match state {
-            Some(s) if quantity > 0 => {
-                let at = now.max(s.updated_at);
-                // Not negative at or after the last update.
-                let level = u128::try_from(self.level_at(state, at)).unwrap_or(0);
+            Some(_) if quantity > 0 => {
+                let level = self.level_at(state, now);
                 // At most 10^24 + 2^64 * 10^15 grains: no overflow.
-                let added = level + u128::from(quantity) * u128::from(self.grains_per_token);
-                match added.min(full) {
+                let added = level + i128::from(quantity) * i128::from(self.grains_per_token);
+                match added {
                     _ if level >= full => After::Same,
-                    l if l == full && at == now => After::Rested,
+                    l if l >= full => After::Rested,
                     l => After::State(Tokens {
                         level: l,
                         grains_per_token: self.grains_per_token,
-                        updated_at: at,
+                        updated_at: now,
                     }),
                 }
             }

@@ -13,8 +13,8 @@ use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use rl_core::request::in_force;
 use rl_core::{
-    Decision, FixedWindow, Gcra, Instant, Limiter, Micros, Mode, Request, RetryAfter, SlidingCounter,
-    SlidingLog, TimeUnit::Seconds, TokenBucket,
+    Decision, FixedWindow, Gcra, Instant, Micros, Mode, Request, RetryAfter, SlidingCounter, SlidingLog,
+    TimeUnit::Seconds, TokenBucket,
 };
 
 const T0: u64 = 1_763_700_000 * SEC;

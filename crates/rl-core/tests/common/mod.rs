@@ -2,9 +2,10 @@
 //! state between calls, as the Redis adapter does.
 #![allow(dead_code)]
 
+use rl_core::request::Joint;
 use rl_core::{
-    request, Decision, Effect, FixedWindow, Gcra, Giveback, Instant, Limiter, LogView, Request, RetryAfter,
-    SlidingCounter, SlidingLog, TimeUnit, TokenBucket,
+    request, Decision, Effect, FixedWindow, Gcra, Giveback, Instant, Limiter, LogView, Overdrawn, Request,
+    RetryAfter, SlidingCounter, SlidingLog, TimeUnit, TokenBucket,
 };
 
 /// How a test keeps a limiter's state between calls.
@@ -84,6 +85,15 @@ impl<L: Stored> Driver<L> {
     where
         L::Refund: Clone,
     {
+        self.judged(now_micros, request).expect("not overdrawn").0
+    }
+
+    /// The same, with the units granted; `Err` for a forced request that
+    /// would overdraw the limiter (nothing is stored then).
+    pub fn judged(&mut self, now_micros: u64, request: &Request) -> Result<(Decision, u64), Overdrawn>
+    where
+        L::Refund: Clone,
+    {
         let now = Instant::from_micros(now_micros);
         let verdict = request::judge(
             &self.limiter,
@@ -91,7 +101,8 @@ impl<L: Stored> Driver<L> {
             self.block,
             now,
             request,
-        );
+            Joint::Alone,
+        )?;
         let written = match verdict.effect {
             Effect::Nothing => false,
             Effect::Record(update) => {
@@ -115,7 +126,7 @@ impl<L: Stored> Driver<L> {
         if written {
             self.block = request::in_force(self.block, now);
         }
-        verdict.decision
+        Ok((verdict.decision, verdict.granted))
     }
 
     /// One call at `now_micros`; stores the change like the module does.
