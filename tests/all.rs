@@ -315,11 +315,22 @@ enum Made {
     /// Tokens replaced, inserted or dropped, or a key of another type: a
     /// reply that obeys the invariants, or an error that changed nothing.
     Anything,
-    /// Well formed on keys of its own: a reply, never an error.
-    WellFormed,
+    /// Well formed on keys of its own: a reply, never an error, that obeys
+    /// the rules of the options it has.
+    WellFormed(How),
     /// The same, and asking more than one of its limits: refused, never to
     /// pass (`retry_after` -1).
     Refused,
+}
+
+/// The options of a well-formed request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct How {
+    refund: bool,
+    wait: bool,
+    at_most: bool,
+    /// `quantity` 0.
+    query: bool,
 }
 
 /// A request that is mostly well formed: numkeys, keys, limits and options,
@@ -356,6 +367,9 @@ fn random_request(rng: &mut Rng) -> (Vec<Vec<u8>>, Made) {
     }
     // The most units any of the limits allows.
     let mut least_limit = usize::MAX;
+    let limits_all_reserve = limits
+        .iter()
+        .all(|(name, _)| matches!(*name, "GCRA" | "TOKEN_BUCKET" | "SLIDING_LOG"));
     for (name, count) in limits {
         args.push(name.as_bytes().to_vec());
         for i in 0..count {
@@ -377,25 +391,48 @@ fn random_request(rng: &mut Rng) -> (Vec<Vec<u8>>, Made) {
         quantity = rng.below(8);
         args.push(quantity.to_string().into_bytes());
     }
-    let (mut refund, mut blocks) = (false, 0);
+    let (mut how, mut force, mut blocks, mut waits, mut ways) = (How::default(), false, 0, 0, 0);
+    how.query = quantity == 0;
     for _ in 0..rng.below(3) {
         // Refunds now and then: one that rests a limiter deletes its key,
         // which a mutated request may then claim for another algorithm.
-        // Blocks too, mostly short so that they end within the run.
-        match rng.below(6) {
+        // Blocks too, mostly short so that they end within the run; waits
+        // of up to 3 s; debts; grants.
+        let value = rng.below(4);
+        match rng.below(10) {
             0 | 1 => args.push(b"MS".to_vec()),
             2 | 3 => args.push(b"PEEK".to_vec()),
             4 => {
-                refund = true;
+                how.refund = true;
+                ways += 1;
                 args.push(b"REFUND".to_vec());
+            }
+            5 => {
+                force = true;
+                ways += 1;
+                args.push(b"FORCE".to_vec());
+            }
+            6 => {
+                how.at_most = true;
+                ways += 1;
+                args.push(b"AT_MOST".to_vec());
+            }
+            7 => {
+                how.wait = true;
+                waits += 1;
+                args.push(b"WAIT".to_vec());
+                args.push(value.to_string().into_bytes());
             }
             _ => {
                 blocks += 1;
                 args.push(b"BLOCK".to_vec());
-                args.push((1 + rng.below(3)).to_string().into_bytes());
+                args.push((1 + value % 3).to_string().into_bytes());
             }
         }
     }
+    ways += usize::from(waits > 0);
+    // WAIT only where every limit can reserve.
+    let reserves = limits_all_reserve;
     for _ in 0..mutations {
         let at = rng.below(args.len() + 1);
         match rng.below(3) {
@@ -406,11 +443,19 @@ fn random_request(rng: &mut Rng) -> (Vec<Vec<u8>>, Made) {
             _ => args.insert(at, random_token(rng)),
         }
     }
-    // REFUND with BLOCK, and BLOCK twice, are errors.
-    let well_formed = mutations == 0 && own_keys && !(refund && blocks > 0) && blocks < 2;
-    let made = match well_formed {
-        true if !refund && quantity > least_limit => Made::Refused,
-        true => Made::WellFormed,
+    // REFUND or FORCE with BLOCK, an option with a value twice, two ways
+    // of taking the units, WAIT where a limit cannot reserve: errors.
+    // FORCE may go past the deepest debt a limiter may hold on a key whose
+    // parameters vary from call to call: an error then, so never sure.
+    let valid = blocks < 2
+        && waits < 2
+        && ways <= 1
+        && !(blocks > 0 && (how.refund || force))
+        && (waits == 0 || reserves)
+        && !force;
+    let made = match mutations == 0 && own_keys && valid {
+        true if !how.refund && !how.at_most && quantity > least_limit => Made::Refused,
+        true => Made::WellFormed(how),
         false => Made::Anything,
     };
     (args, made)
@@ -447,7 +492,10 @@ fn random_requests_never_crash_or_write_when_refused() {
     // First, one request of each kind: every run takes every path, whatever
     // its seed and size.
     let mut requests = vec![
-        (words(&["1", "fz:FIXED:0", "FIXED", "5", "60"]), Made::WellFormed),
+        (
+            words(&["1", "fz:FIXED:0", "FIXED", "5", "60"]),
+            Made::WellFormed(How::default()),
+        ),
         (
             words(&["1", "fz:FIXED:1", "FIXED", "5", "60", "6"]),
             Made::Refused,
@@ -523,33 +571,49 @@ fn random_requests_never_crash_or_write_when_refused() {
                 }
                 Value::Array(items) => {
                     replies += 1;
-                    let fields: Vec<i64> = items
+                    let mut fields: Vec<i64> = items
                         .iter()
                         .map(|v| match v {
                             Value::Int(i) => *i,
                             other => panic!("{context}: {other:?}"),
                         })
                         .collect();
+                    let how = match made {
+                        Made::WellFormed(how) => Some(*how),
+                        Made::Refused => Some(How::default()),
+                        Made::Anything => None,
+                    };
+                    // AT_MOST adds the units granted.
+                    let granted = match (fields.len(), how) {
+                        (7, None | Some(How { at_most: true, .. })) => fields.pop(),
+                        (6, None | Some(How { at_most: false, .. })) => None,
+                        _ => panic!("{context}: {fields:?}"),
+                    };
                     let [a, b, c, d, e, position] = fields[..] else {
                         panic!("{context}: not six integers: {fields:?}");
                     };
+                    if let Some(granted) = granted {
+                        assert!(granted >= 0, "{context}: {fields:?}");
+                        // None only when refused, or asked for none (a
+                        // request mutated into a query may say so too).
+                        assert!(
+                            granted > 0 || a == 1 || how.is_none_or(|h| h.query),
+                            "{context}: {fields:?}"
+                        );
+                    }
                     let r = Reply::try_from(vec![a, b, c, d, e]).unwrap();
                     let numkeys: i64 = std::str::from_utf8(&args[0]).unwrap().parse().unwrap();
                     assert!((1..=numkeys).contains(&position), "{context}: {fields:?}");
                     assert!((0..=r.limit).contains(&r.remaining), "{context}: {r:?}");
                     assert!(r.limit >= 1 && r.reset >= 0, "{context}: {r:?}");
-                    // A refund (REFUND among the options, after the
-                    // limits) is never refused, but `0 REFUND` is a query
-                    // (refused on a blocked key). The quantity is the
-                    // number before the options (words: a refund takes no
-                    // BLOCK and its duration).
-                    let options = args
-                        .iter()
-                        .rev()
-                        .take_while(|a| a.first().is_some_and(u8::is_ascii_alphabetic));
-                    let refund = options.clone().any(|a| a.eq_ignore_ascii_case(b"REFUND"));
-                    let query = args.iter().rev().nth(options.count()).is_some_and(|q| q == b"0");
-                    assert!(!(refund && !query && r.blocked), "{context}: a refund refused");
+                    // A refund is never refused, but `0 REFUND` is a
+                    // query (refused on a blocked key).
+                    if let Some(how) = how {
+                        assert!(
+                            !(how.refund && !how.query && r.blocked),
+                            "{context}: a refund refused"
+                        );
+                    }
                     if r.blocked {
                         refusals += 1;
                         // Changed only by a block put in front of the
@@ -566,13 +630,19 @@ fn random_requests_never_crash_or_write_when_refused() {
                             }
                         }
                     } else {
-                        assert_eq!(r.retry_after, -1, "{context}: {r:?}");
+                        // Allowed; with WAIT, perhaps later: the wait
+                        // before the work.
+                        let wait = how.is_none_or(|h| h.wait);
+                        assert!(
+                            r.retry_after == -1 || (wait && r.retry_after >= 1),
+                            "{context}: {r:?}"
+                        );
                     }
                     if *made == Made::Refused {
                         sure_refusals += 1;
                         assert!(r.blocked && r.retry_after == -1, "{context}: {r:?}");
                     }
-                    well_formed += usize::from(*made != Made::Anything);
+                    well_formed += usize::from(how.is_some());
                 }
                 other => panic!("{context}: {other:?}"),
             }

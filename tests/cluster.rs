@@ -109,6 +109,26 @@ fn every_command_routes_and_runs_in_a_cluster() {
         }
     }
 
+    // Reservations, debts and grants through the cluster, on keys in many
+    // slots: one a second with no burst.
+    for i in 0..20 {
+        let key = format!("paced:{i}");
+        let call = |extra: &[&str]| {
+            let mut call = redis::cmd("RL.GCRA");
+            call.arg(&key).arg(&["0", "1", "1"]).arg(extra);
+            call
+        };
+        let first: Vec<i64> = call(&["WAIT", "5"]).query(&mut c).unwrap();
+        assert_eq!(first, [0, 1, 0, -1, 1], "{key}");
+        let reserved: Vec<i64> = call(&["WAIT", "5"]).query(&mut c).unwrap();
+        assert_eq!(reserved[..3], [0, 1, 0], "{key}");
+        assert!((0..=1).contains(&reserved[3]), "{key}: {reserved:?}");
+        let forced: Vec<i64> = call(&["3", "FORCE"]).query(&mut c).unwrap();
+        assert_eq!(forced[..4], [0, 1, 0, -1], "{key}");
+        let none: Vec<i64> = call(&["5", "AT_MOST"]).query(&mut c).unwrap();
+        assert_eq!((none[0], none[5]), (1, 0), "{key}");
+    }
+
     // One user's limiters kept together with a hash tag.
     for &(name, params) in &commands {
         let key = format!("{{user:42}}:{}", name.to_lowercase());

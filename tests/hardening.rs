@@ -128,8 +128,28 @@ fn accepted(sample: &Sample) -> &'static [&'static [u8]] {
         (_, "CL.THROTTLE" | "RL.RELEASE") => &[],
         (Grammar::LeaseOp, _) => &[b"MS"],
         (Grammar::Lease, _) => &[b"MS", b"PEEK"],
-        _ => &[b"MS", b"PEEK", b"REFUND", b"BLOCK"],
+        _ => &[b"MS", b"PEEK", b"REFUND", b"FORCE", b"WAIT", b"AT_MOST", b"BLOCK"],
     }
+}
+
+/// Whether `words` (the options of a call, values left out) form a call
+/// `sample` must answer: each taken by the command, an option with a value
+/// at most once, no two that exclude each other, WAIT only where the
+/// algorithm can reserve. (FORCE may go past the deepest debt a limiter
+/// may hold, or a sliding log's cap, on a key whose parameters vary from
+/// call to call: an error then, so never sure.)
+fn options_valid(sample: &Sample, words: &[&[u8]]) -> bool {
+    let has = |w: &[u8]| words.iter().filter(|o| o.eq_ignore_ascii_case(w)).count();
+    let ways = has(b"REFUND").min(1) + has(b"FORCE").min(1) + has(b"WAIT").min(1) + has(b"AT_MOST").min(1);
+    words
+        .iter()
+        .all(|o| accepted(sample).iter().any(|a| o.eq_ignore_ascii_case(a)))
+        && has(b"BLOCK") <= 1
+        && has(b"WAIT") <= 1
+        && ways <= 1
+        && !(has(b"BLOCK") > 0 && (has(b"REFUND") > 0 || has(b"FORCE") > 0))
+        && (has(b"WAIT") == 0 || matches!(sample.name, "RL.GCRA" | "RL.TOKEN_BUCKET" | "RL.SLIDING_LOG"))
+        && has(b"FORCE") == 0
 }
 
 /// Half the time pure noise; otherwise a well-formed call (positionals,
@@ -173,30 +193,31 @@ fn random_vector(rng: &mut Rng, sample: &Sample) -> (Vec<Arg>, Made) {
     }
     let options: &[&[u8]] = match sample.grammar {
         Grammar::LeaseOp => &[b"MS", b"ms"],
-        // REFUND and BLOCK too for leases: errors there, which must change
+        // The rate options too for leases: errors there, which must change
         // nothing.
         _ => &[
-            b"MS", b"ms", b"PEEK", b"peek", b"REFUND", b"Refund", b"BLOCK", b"block",
+            b"MS", b"ms", b"PEEK", b"peek", b"REFUND", b"Refund", b"BLOCK", b"block", b"FORCE", b"WAIT",
+            b"wait", b"AT_MOST", b"at_most",
         ],
     };
     if sample.grammar != Grammar::LeaseOp && rng.below(2) == 0 {
         args.push(Arg::Bytes((rng.next() % 25).to_string().into_bytes()));
     }
-    let mut all_accepted = true;
-    let (mut refund, mut blocks) = (false, 0);
+    let mut words: Vec<&[u8]> = Vec::new();
     for _ in 0..rng.below(3) {
-        let option = rng.pick(options);
-        all_accepted &= accepted(sample).iter().any(|a| option.eq_ignore_ascii_case(a));
+        let option = *rng.pick(options);
+        words.push(option);
         args.push(Arg::Bytes(option.to_vec()));
-        refund |= option.eq_ignore_ascii_case(b"REFUND");
+        // A duration: blocks mostly short, so that they end within the run;
+        // waits of up to 3 s.
+        let value = rng.next() % 4;
         if option.eq_ignore_ascii_case(b"BLOCK") {
-            // A duration, mostly short so that blocks end within the run.
-            blocks += 1;
-            args.push(Arg::Bytes((1 + rng.next() % 3).to_string().into_bytes()));
+            args.push(Arg::Bytes((1 + value % 3).to_string().into_bytes()));
+        } else if option.eq_ignore_ascii_case(b"WAIT") {
+            args.push(Arg::Bytes(value.to_string().into_bytes()));
         }
     }
-    // REFUND with BLOCK, and BLOCK twice, are errors.
-    all_accepted &= !(refund && blocks > 0) && blocks < 2;
+    let all_accepted = options_valid(sample, &words);
     let mutations = rng.below(3);
     for _ in 0..mutations {
         let at = rng.below(args.len() + 1);
@@ -276,6 +297,16 @@ fn check_reply(args: &[Vec<u8>], reply: &Value, leases: &Leases) -> Option<(i64,
             other => panic!("{args:?}: not an integer: {other:?}"),
         })
         .collect();
+    let options = args.get(2 + sample.params.len()..).unwrap_or_default();
+    let option = |word: &[u8]| options.iter().any(|a| a.eq_ignore_ascii_case(word));
+    let (peek, refund, force, wait, at_most) = (
+        option(b"PEEK"),
+        option(b"REFUND"),
+        option(b"FORCE"),
+        option(b"WAIT"),
+        option(b"AT_MOST"),
+    );
+    let quantity = quantity_of(sample, args);
     let lease = match sample.grammar {
         Grammar::Lease => {
             assert_eq!(fields.len(), 6, "{args:?}: {fields:?}");
@@ -283,11 +314,17 @@ fn check_reply(args: &[Vec<u8>], reply: &Value, leases: &Leases) -> Option<(i64,
         }
         _ => None,
     };
+    // AT_MOST: a sixth integer, the units granted: at most the quantity,
+    // none exactly when refused.
+    if at_most {
+        assert_eq!(fields.len(), 6, "{args:?}: {fields:?}");
+        let granted = fields.pop().unwrap_or(-1);
+        assert!((0..=quantity).contains(&granted), "{args:?}: {granted}");
+        if quantity > 0 {
+            assert_eq!(granted == 0, fields[0] == 1, "{args:?}: {fields:?} {granted}");
+        }
+    }
     let r = Reply::try_from(fields).unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    let options = args.get(2 + sample.params.len()..).unwrap_or_default();
-    let peek = options.iter().any(|a| a.eq_ignore_ascii_case(b"PEEK"));
-    let refund = options.iter().any(|a| a.eq_ignore_ascii_case(b"REFUND"));
-    let quantity = quantity_of(sample, args);
     if let Some(lease) = lease {
         assert_eq!(
             lease > 0,
@@ -296,23 +333,29 @@ fn check_reply(args: &[Vec<u8>], reply: &Value, leases: &Leases) -> Option<(i64,
         );
         assert!(lease >= 0, "{args:?}: {lease}");
     }
-    if refund && quantity > 0 {
-        // A refund is never refused (`0 REFUND` is a query, refused on a
-        // blocked key).
+    if (refund || force) && quantity > 0 {
+        // A refund or a forced request is never refused (`0 REFUND` is a
+        // query, refused on a blocked key).
         assert!(!r.blocked && r.retry_after == -1, "{args:?}: {r:?}");
-    } else if !refund && quantity > r.limit {
-        // More than the limit can never pass.
+    } else if !at_most && quantity > r.limit {
+        // More than the limit can never pass (AT_MOST grants what fits).
         assert!(r.blocked && r.retry_after == -1, "{args:?}: {r:?}");
     }
     assert!(r.limit >= 1, "{args:?}: {r:?}");
     assert!((0..=r.limit).contains(&r.remaining), "{args:?}: {r:?}");
     assert!(r.reset >= 0, "{args:?}: {r:?}");
     if !r.blocked {
-        assert_eq!(r.retry_after, -1, "{args:?}: {r:?}");
+        // Allowed; with WAIT, perhaps later: the wait before the work.
+        assert!(
+            r.retry_after == -1 || (wait && r.retry_after >= 1),
+            "{args:?}: {r:?}"
+        );
     } else {
-        // -1 on a refusal means "never": only when quantity > limit.
+        // -1 on a refusal means "never": only when quantity > limit (a
+        // refused AT_MOST waits for one unit).
         assert!(r.retry_after >= -1, "{args:?}: {r:?}");
-        assert_eq!(r.retry_after == -1, quantity > r.limit, "{args:?}: {r:?}");
+        let never = quantity > r.limit && !at_most;
+        assert_eq!(r.retry_after == -1, never, "{args:?}: {r:?}");
     }
     lease.filter(|&l| l > 0).map(|l| (l, quantity))
 }
