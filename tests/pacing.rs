@@ -250,7 +250,7 @@ fn reservations_and_debts_replicate_and_survive_an_aof_replay() {
         &["RL.SLIDING_LOG", "r:log", "1", "10", "WAIT", "60"],
     ] {
         for _ in 0..3 {
-            assert_eq!(five(&mut m, args).blocked, false, "{args:?}");
+            assert!(!five(&mut m, args).blocked, "{args:?}");
         }
     }
     for sample in rate_commands() {
