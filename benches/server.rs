@@ -94,6 +94,27 @@ struct Report {
     memory_usage_bytes: BTreeMap<String, i64>,
     replication_bytes_per_request: BTreeMap<String, f64>,
     lease_pairs: Vec<PairMeasurement>,
+    pacing: Option<Pacing>,
+}
+
+/// Workers that share one `RL.GCRA` key with `WAIT`, each doing its work
+/// after sleeping the wait the reply gives: the rate they achieve and the
+/// most work that started in any one-second span.
+#[derive(Serialize)]
+struct Pacing {
+    connections: usize,
+    /// The limiter: `max_burst`, units per second.
+    max_burst: u64,
+    per_second: u64,
+    seconds: f64,
+    units: usize,
+    achieved_per_second: f64,
+    deviation_percent: f64,
+    most_in_one_second: usize,
+    /// What GCRA allows in any one-second span: the burst, and a second's
+    /// worth.
+    allowed_in_one_second: u64,
+    refused: usize,
 }
 
 #[derive(Serialize)]
@@ -573,6 +594,85 @@ fn lease_pairs(port: u16, w: &Leases, pairs: u64, pipeline: usize, random: bool,
     total as f64 / started.elapsed().as_secs_f64()
 }
 
+/// The pacing run: `connections` workers, one key at `per_second` with a
+/// burst of `max_burst + 1`, `WAIT 2000` ms, for `seconds`.
+fn pacing(port: u16, connections: usize, max_burst: u64, per_second: u64, seconds: u64) -> Pacing {
+    let key = format!("pace:{}", std::process::id());
+    let args: Vec<String> = [
+        "RL.GCRA",
+        &key,
+        &max_burst.to_string(),
+        &per_second.to_string(),
+        "1000",
+        "MS",
+        "WAIT",
+        "2000",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(seconds);
+    let (mut starts, refused): (Vec<Duration>, usize) = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..connections)
+            .map(|_| {
+                let args = &args;
+                scope.spawn(move || {
+                    let mut con = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+                        .and_then(|c| c.get_connection())
+                        .expect("a connection");
+                    let (mut starts, mut refused) = (Vec::new(), 0);
+                    while Instant::now() < deadline {
+                        let reply: Vec<i64> = redis::cmd(&args[0]).arg(&args[1..]).query(&mut con).unwrap();
+                        let wait = Duration::from_millis(u64::try_from(reply[3]).unwrap_or(0));
+                        if reply[0] == 1 {
+                            refused += 1;
+                            std::thread::sleep(wait);
+                            continue;
+                        }
+                        // The work: it starts once the wait is over.
+                        std::thread::sleep(wait);
+                        let at = started.elapsed();
+                        if at < Duration::from_secs(seconds) {
+                            starts.push(at);
+                        }
+                    }
+                    (starts, refused)
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).fold(
+            (Vec::new(), 0),
+            |(mut all, refused), (starts, more)| {
+                all.extend(starts);
+                (all, refused + more)
+            },
+        )
+    });
+    starts.sort();
+    let mut most = 0;
+    let mut first = 0;
+    for (last, at) in starts.iter().enumerate() {
+        while *at - starts[first] >= Duration::from_secs(1) {
+            first += 1;
+        }
+        most = most.max(last + 1 - first);
+    }
+    let achieved = starts.len() as f64 / seconds as f64;
+    Pacing {
+        connections,
+        max_burst,
+        per_second,
+        seconds: seconds as f64,
+        units: starts.len(),
+        achieved_per_second: achieved,
+        deviation_percent: 100.0 * (achieved - per_second as f64) / per_second as f64,
+        most_in_one_second: most,
+        allowed_in_one_second: max_burst + 1 + per_second,
+        refused,
+    }
+}
+
 fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -615,6 +715,27 @@ fn workloads(server: &Server) -> Vec<Workload> {
         "rl.gcra",
         &["RL.GCRA", "{key}", "99", "100", "{period}", "BLOCK", "600"],
     ));
+    // Pacing, charges and partial grants, on random keys (mostly allowed
+    // at once: each costs what plain RL.GCRA costs, plus its option).
+    for (name, extra) in [
+        (GCRA_WAIT, &["WAIT", "5"][..]),
+        (GCRA_FORCE, &["1", "FORCE"]),
+        (GCRA_AT_MOST, &["3", "AT_MOST"]),
+    ] {
+        let mut args = vec!["RL.GCRA", "{key}", "99", "100", "{period}"];
+        args.extend_from_slice(extra);
+        list.push(w(name, "rl.gcra", &args));
+    }
+    // A hot key: every connection draws units from one limiter that never
+    // runs dry (a billion a second), one unit a call, or a hundred.
+    for (name, extra) in [(HOT_ONE, &[][..]), (HOT_BATCH, &["100", "AT_MOST"])] {
+        let mut args = vec!["RL.GCRA", "{key}", "999999999", "1000000000", "1"];
+        args.extend_from_slice(extra);
+        list.push(Workload {
+            one_key: true,
+            ..w(name, "rl.gcra", &args)
+        });
+    }
     let refused = ["RL.GCRA", "{key}", "0", "1", "3600"];
     let owned = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
     for (name, setup) in [
@@ -752,6 +873,11 @@ const THROUGHPUT: [(&str, bool, &str, &[u32]); 3] = [
 ];
 const RANDOM_LONG: &str = "100,000 random keys, 60 s";
 const GCRA_BLOCK: &str = "RL.GCRA .. BLOCK 600";
+const GCRA_WAIT: &str = "RL.GCRA .. WAIT 5";
+const GCRA_FORCE: &str = "RL.GCRA .. 1 FORCE";
+const GCRA_AT_MOST: &str = "RL.GCRA .. 3 AT_MOST";
+const HOT_ONE: &str = "hot key: RL.GCRA, 1 unit a call";
+const HOT_BATCH: &str = "hot key: RL.GCRA .. 100 AT_MOST";
 const GCRA_REFUSED: &str = "RL.GCRA refused (one key)";
 const GCRA_BLOCKED: &str = "RL.GCRA on a blocked key (one key)";
 const ALL_FIXED: &str = "RL.ALL: 3 FIXED";
@@ -930,6 +1056,22 @@ fn main() {
         }
     }
 
+    // Pacing: 20 workers share one key at 200 per second with WAIT.
+    let paced = selected("pacing").then(|| {
+        server.query(&["FLUSHALL"]);
+        let p = pacing(server.port, 20, 9, 200, 10);
+        eprintln!(
+            "pacing: {} units in {} s: {:.1}/s ({:+.2}%), at most {} in any second (allowed {})",
+            p.units,
+            p.seconds,
+            p.achieved_per_second,
+            p.deviation_percent,
+            p.most_in_one_second,
+            p.allowed_in_one_second
+        );
+        p
+    });
+
     // Memory per limiter and replication bytes per request.
     let mut memory = BTreeMap::new();
     let mut con = server.connection();
@@ -1012,6 +1154,7 @@ fn main() {
         memory_usage_bytes: memory,
         replication_bytes_per_request: replication,
         lease_pairs: lease_pairs_report,
+        pacing: paced,
     };
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/results");
     std::fs::create_dir_all(&dir).unwrap();
@@ -1126,6 +1269,22 @@ fn markdown(r: &Report) -> String {
         s.push_str("\nSeveral limits in one RL.ALL, instructions per call, against the separate calls and the same all-or-nothing check in Lua:\n\n| workload | periods | RL.ALL | separate calls | ratio | Lua | ratio |\n|---|---|---|---|---|---|---|\n");
         s.push_str(&all_rows);
     }
+    if let Some(p) = &r.pacing {
+        s.push_str(&format!(
+            "\nPacing: {} connections share one `RL.GCRA` key ({} per second, `max_burst` {}) with `WAIT 2000 MS`, each doing its work after sleeping the `retry_after` of its reply, for {} s: {} units, {:.1} per second ({:+.2}% of {}); at most {} started in any one-second span (GCRA allows {}); {} refused.\n",
+            p.connections,
+            p.per_second,
+            p.max_burst,
+            p.seconds,
+            p.units,
+            p.achieved_per_second,
+            p.deviation_percent,
+            p.per_second,
+            p.most_in_one_second,
+            p.allowed_in_one_second,
+            p.refused
+        ));
+    }
     // Leases: pairs per second, and instructions against the sliding log.
     if !r.lease_pairs.is_empty() {
         s.push_str("\nPairs: a lease taken and released (`RL.CONCURRENCY` then `RL.RELEASE` of its lease; the same on a sorted set in Lua), and a unit taken and refunded (`RL.GCRA` then `RL.GCRA .. 1 REFUND`; Lua's GCRA and a refund script), limit 100, 6 connections; the server's µs per pair shows its own cost (the driver, on the same two cores, limits the pairs/s):\n\n| workload | keys | pipeline | pairs/s | vs Lua | server µs/pair |\n|---|---|---|---|---|---|\n");
@@ -1219,6 +1378,12 @@ fn targets(r: &Report) -> String {
             .find(|m| m.workload == name && m.keys == keys && m.pipeline == 16)
             .map(|m| m.requests_per_second_median)
     };
+    let rps_at = |name: &str, keys: &str, pipeline: u32| {
+        r.throughput
+            .iter()
+            .find(|m| m.workload == name && m.keys == keys && m.pipeline == pipeline)
+            .map(|m| m.requests_per_second_median)
+    };
     let pairs = |name: &str, keys: &str| {
         r.lease_pairs
             .iter()
@@ -1261,6 +1426,46 @@ fn targets(r: &Report) -> String {
             format!("instructions: {GCRA_BLOCK} / RL.GCRA (60 s)"),
             long(GCRA_BLOCK).zip(long("RL.GCRA")).map(|(a, b)| a / b),
             1.05,
+            true,
+        ),
+        (
+            format!("instructions: {GCRA_WAIT} / RL.GCRA (60 s)"),
+            long(GCRA_WAIT).zip(long("RL.GCRA")).map(|(a, b)| a / b),
+            1.05,
+            true,
+        ),
+        (
+            format!("instructions: {GCRA_FORCE} / RL.GCRA (60 s)"),
+            long(GCRA_FORCE).zip(long("RL.GCRA")).map(|(a, b)| a / b),
+            1.05,
+            true,
+        ),
+        (
+            format!("instructions: {GCRA_AT_MOST} / RL.GCRA (60 s)"),
+            long(GCRA_AT_MOST).zip(long("RL.GCRA")).map(|(a, b)| a / b),
+            1.05,
+            true,
+        ),
+        (
+            "units/s: a hot key, 100 AT_MOST / 1 unit a call (50 connections, pipeline 1)".into(),
+            rps_at(HOT_BATCH, "one key", 1)
+                .zip(rps_at(HOT_ONE, "one key", 1))
+                .map(|(a, b)| 100.0 * a / b),
+            20.0,
+            false,
+        ),
+        (
+            "pacing: |achieved - 200| per second, % (20 connections, WAIT)".into(),
+            r.pacing.as_ref().map(|p| p.deviation_percent.abs()),
+            2.0,
+            true,
+        ),
+        (
+            "pacing: most started in any second / what GCRA allows".into(),
+            r.pacing
+                .as_ref()
+                .map(|p| p.most_in_one_second as f64 / p.allowed_in_one_second as f64),
+            1.0,
             true,
         ),
         (

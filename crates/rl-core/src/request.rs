@@ -301,18 +301,24 @@ fn at_most<L: Limiter>(
     request: &Request,
     joint: Joint,
 ) -> Verdict<L::Change, L::Refund> {
-    let grantable = match block {
-        Some(_) => 0,
-        None => limiter.check(state, now, 0).decision.remaining,
-    };
-    let granted = match joint {
-        Joint::Grant(granted) => granted,
-        _ => request.quantity.min(grantable),
-    };
     let one = Request {
         quantity: 1,
         ..*request
     };
+    if block.is_some() {
+        return wait(limiter, state, block, now, &one, Micros::ZERO, Joint::Alone);
+    }
+    // The whole quantity, when it fits (the usual case: one decision);
+    // else what a query says remains.
+    let wanted = match joint {
+        Joint::Grant(granted) => granted,
+        _ => request.quantity,
+    };
+    let taken = limiter.check(state, now, wanted);
+    if taken.update.is_some() && !taken.decision.blocked {
+        return recorded(taken, block, now, wanted, now);
+    }
+    let granted = wanted.min(limiter.check(state, now, 0).decision.remaining);
     if granted == 0 {
         return wait(limiter, state, block, now, &one, Micros::ZERO, Joint::Alone);
     }
