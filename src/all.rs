@@ -81,9 +81,9 @@ fn decide<S: Keyspace>(
         }
     }
     let refused = judged.iter().any(|j| j.decision.blocked);
-    // Every limit allows the request: with WAIT, all record it at the
+    // Every limit allows the request: a reservation is recorded by all at the
     // latest of their earliest instants (the binding limit is the first
-    // whose instant that is); with AT_MOST, all record the least of their
+    // whose instant that is); a partial grant, by all for the least of their
     // grants. A limit whose own answer differs is judged again with it.
     let joint = match options.mode {
         Mode::Wait(_) if !refused => judged.iter().filter_map(|j| j.earliest).max().map(Joint::At),

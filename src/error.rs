@@ -73,7 +73,7 @@ pub enum CommandError {
         command: &'static str,
         holder: &'static str,
     },
-    /// `WAIT` given to an algorithm that cannot reserve (`command`: its own
+    /// A wait (`Mode::Wait`) asked of an algorithm that cannot reserve (`command`: its own
     /// command).
     CannotWait { command: &'static str },
     /// A forced request that would leave the key's limiter holding more

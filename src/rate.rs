@@ -33,9 +33,9 @@ pub struct Judged {
     pub write: Option<Write>,
     /// Entries the write adds to a sliding log (for `INFO`).
     pub logged: u64,
-    /// Units recorded: what `AT_MOST` grants.
+    /// Units recorded: what a partial grant (`Mode::AtMost`) gives.
     pub granted: u64,
-    /// The earliest instant this limit allows the request (`WAIT`: the one
+    /// The earliest instant this limit allows the request (a reservation: the one
     /// it is recorded at); `None`: never.
     pub earliest: Option<Instant>,
 }
@@ -85,7 +85,7 @@ pub trait Rate: Sync {
     /// and a valid shape.
     fn holds(&self, bytes: &[u8]) -> bool;
 
-    /// Whether it can reserve a request for a later instant (`WAIT`).
+    /// Whether it can reserve a request for a later instant (`Mode::Wait`).
     fn reserves(&self) -> bool;
 }
 
