@@ -500,6 +500,39 @@ fn sliding_log_replication_is_independent_of_the_limit() {
     assert!((per_request[0] - per_request[1]).abs() <= 8, "{per_request:?}");
 }
 
+/// A database freed in the background (`FLUSHALL ASYNC`) releases its keys'
+/// references from another thread: the module lets go of the value objects
+/// they share before the flush starts, and the first new key holds a new
+/// object: its refcount is its own and the module's, 2, never the old
+/// object's count of holders that the other thread is still counting down.
+/// (Only Redis 7 shares values.)
+#[test]
+fn a_flush_in_the_background_leaves_the_shared_values_to_it() {
+    let s = Server::start();
+    let mut c = s.client();
+    if !common::ServerKind::of(&mut c).shares_values() {
+        return;
+    }
+    let refcount =
+        |c: &mut redis::Connection, key: &str| -> i64 { cmd(&["OBJECT", "REFCOUNT", key]).query(c).unwrap() };
+    let w = "1000000000";
+    for round in 0..3 {
+        let mut fill = redis::pipe();
+        for i in 0..20_000 {
+            fill.cmd("RL.FIXED").arg(format!("k:{i}")).arg(&["5", w]).ignore();
+        }
+        fill.query::<()>(&mut c).unwrap();
+        assert_eq!(refcount(&mut c, "k:0"), 20_001, "round {round}");
+        let mut flush = redis::pipe();
+        flush.cmd("FLUSHALL").arg("ASYNC").ignore();
+        flush.cmd("RL.FIXED").arg("new").arg(&["5", w]).ignore();
+        flush.cmd("OBJECT").arg("REFCOUNT").arg("new");
+        let (count,): (i64,) = flush.query(&mut c).unwrap();
+        assert_eq!(count, 2, "round {round}");
+        cmd(&["FLUSHALL", "SYNC"]).query::<()>(&mut c).unwrap();
+    }
+}
+
 /// New limiters that start from the same state (same window, same count)
 /// may share one value object, as Redis shares small integers; a write to
 /// one of them never shows in another. Under an evicting `maxmemory`, where

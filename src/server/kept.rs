@@ -13,7 +13,16 @@
 //! `maxmemory` does not evict keys.
 //!
 //! Commands run on the server's main thread, one at a time; the atomics only
-//! make the statics shareable, they are never contended.
+//! make the statics shareable, they are never contended. But a database
+//! freed in the background (`FLUSHALL ASYNC`, a replica discarding its old
+//! data after a full sync) drops its keys' references from another thread,
+//! and a reference count is not atomic: the module must then never touch
+//! the objects those keys hold again. The server says when such a flush
+//! starts, before it hands the data over: the module releases its own
+//! references then, on the main thread, and the next new keys share new
+//! objects. It shares nothing while a replica loads a full sync in the
+//! background (the data it serves meanwhile is freed in the background
+//! afterwards).
 
 use crate::decimal;
 use redis_module::raw;
@@ -29,6 +38,10 @@ static EXPIRY: Cache<1> = Cache::new();
 /// their bytes as words.
 static VALUE: Cache<{ 1 + WORDS }> = Cache::new();
 static SHARING: AtomicBool = AtomicBool::new(true);
+/// A full sync loading in the background: the data served meanwhile is
+/// discarded in the background when it ends. (Also set for good on a server
+/// that cannot say when data is freed in the background.)
+static ASYNC_LOADING: AtomicBool = AtomicBool::new(false);
 
 /// A string object the module keeps, and the identity of its content: `N`
 /// words that differ whenever the content does.
@@ -177,7 +190,7 @@ pub fn expiry(expire_at_ms: c_longlong) -> *mut raw::RedisModuleString {
 /// allocating its own. `None` when sharing is off (see [`set_sharing`]) or
 /// for a value longer than [`SHARED_MAX`].
 pub fn value(bytes: &[u8]) -> Option<NonNull<raw::RedisModuleString>> {
-    if !SHARING.load(Ordering::Relaxed) {
+    if !SHARING.load(Ordering::Relaxed) || ASYNC_LOADING.load(Ordering::Relaxed) {
         return None;
     }
     NonNull::new(VALUE.get(identity(bytes)?, || create(bytes)))
@@ -238,23 +251,60 @@ extern "C" fn settings_changed(
     let _ = std::panic::catch_unwind(|| apply_server_settings(ctx));
 }
 
+/// A database about to be freed in the background, or a full sync starting
+/// to load in the background: the kept values may be in the data another
+/// thread frees, so the module lets go of them now, while that data is still
+/// the main thread's (see the module documentation above).
+extern "C" fn data_discarded(
+    _ctx: *mut raw::RedisModuleCtx,
+    event: raw::RedisModuleEvent,
+    subevent: u64,
+    data: *mut c_void,
+) {
+    let _ = std::panic::catch_unwind(|| match event.id {
+        raw::REDISMODULE_EVENT_FLUSHDB if subevent == raw::REDISMODULE_SUBEVENT_FLUSHDB_START => {
+            // SAFETY: the server passes a RedisModuleFlushInfo with this
+            // event, valid for the callback.
+            let sync =
+                unsafe { data.cast::<raw::RedisModuleFlushInfo>().as_ref() }.is_none_or(|f| f.sync != 0);
+            if !sync {
+                VALUE.clear();
+            }
+        }
+        raw::REDISMODULE_EVENT_REPL_ASYNC_LOAD => {
+            let loading = subevent == raw::REDISMODULE_SUBEVENT_REPL_ASYNC_LOAD_STARTED;
+            if loading {
+                VALUE.clear();
+            }
+            ASYNC_LOADING.store(loading, Ordering::Relaxed);
+        }
+        _ => {}
+    });
+}
+
 /// Decide sharing from the server's settings now, and again whenever a
 /// `CONFIG SET` changes them or the server changes role (a replica ignores
 /// `maxmemory` by default; promoted, it applies it). Called from OnLoad.
 pub fn follow_server_settings(ctx: *mut raw::RedisModuleCtx) -> bool {
     apply_server_settings(ctx);
-    let events = [
-        raw::REDISMODULE_EVENT_CONFIG,
-        raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
+    type Callback = extern "C" fn(*mut raw::RedisModuleCtx, raw::RedisModuleEvent, u64, *mut c_void);
+    let events: [(u64, Callback); 4] = [
+        (raw::REDISMODULE_EVENT_CONFIG, settings_changed),
+        (raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED, settings_changed),
+        (raw::REDISMODULE_EVENT_FLUSHDB, data_discarded),
+        (raw::REDISMODULE_EVENT_REPL_ASYNC_LOAD, data_discarded),
     ];
-    // SAFETY: OnLoad's context; the callback lives as long as the module.
-    events.into_iter().all(|id| unsafe {
+    // SAFETY: OnLoad's context; the callbacks live as long as the module.
+    let subscribed = events.map(|(id, callback)| unsafe {
         raw::RedisModule_SubscribeToServerEvent.is_some_and(|subscribe| {
-            subscribe(
-                ctx,
-                raw::RedisModuleEvent { id, dataver: 1 },
-                Some(settings_changed),
-            ) == raw::REDISMODULE_OK as c_int
+            subscribe(ctx, raw::RedisModuleEvent { id, dataver: 1 }, Some(callback))
+                == raw::REDISMODULE_OK as c_int
         })
-    })
+    });
+    // A server that cannot tell the module about data freed in the
+    // background gets no shared values at all.
+    if !(subscribed[2] && subscribed[3]) {
+        ASYNC_LOADING.store(true, Ordering::Relaxed);
+    }
+    subscribed[0] && subscribed[1]
 }
