@@ -70,11 +70,20 @@ fn decide<S: Keyspace>(
     let mut more = Vec::new();
     for (i, limit) in limits.iter().enumerate() {
         let mut key = keys.open(2 + i)?;
-        let decision = limit
+        judged.push(Judged::default());
+        let slot = judged.last_mut().ok_or(CommandError::Internal)?;
+        limit
             .rate
-            .judge(limit.row, limit.params, options, Joint::Alone, now, &mut key)
+            .judge(
+                limit.row,
+                limit.params,
+                options,
+                Joint::Alone,
+                now,
+                &mut key,
+                slot,
+            )
             .map_err(|error| in_limit(i + 1, &limit, error))?;
-        judged.push(decision);
         match open.get_mut(i) {
             Some(slot) => *slot = Some(key),
             None => more.push(key),
@@ -103,9 +112,9 @@ fn decide<S: Keyspace>(
                 Joint::Alone => false,
             };
             if differs {
-                *judged = limit
+                limit
                     .rate
-                    .judge(limit.row, limit.params, options, joint, now, key)
+                    .judge(limit.row, limit.params, options, joint, now, key, judged)
                     .map_err(|error| in_limit(i + 1, &limit, error))?;
             }
         }

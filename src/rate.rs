@@ -23,8 +23,9 @@ pub struct Algorithm<C: Codec, const N: usize> {
 }
 
 /// What deciding one limit gives: the decision, and the write that stores
-/// it (none for a query, `PEEK`, or a refusal that starts no block).
-#[derive(Debug)]
+/// it (none for a query, `PEEK`, or a refusal that starts no block). Filled
+/// in place by [`Rate::judge`]: a plan is large, and stays where it is made.
+#[derive(Debug, Default)]
 pub struct Judged {
     pub decision: Decision,
     /// For a request this limit allows (or a refund), its record; for one
@@ -70,7 +71,9 @@ pub trait Rate: Sync {
     /// unless every one allows. `row` is the algorithm's own command, for
     /// messages.
     /// `joint`: what the other limits of the request decided, when they
-    /// all allow it (see `rl_core::request::Joint`).
+    /// all allow it (see `rl_core::request::Joint`). The judgement goes in
+    /// `judged`.
+    #[allow(clippy::too_many_arguments)]
     fn judge(
         &self,
         row: &Row,
@@ -79,7 +82,8 @@ pub trait Rate: Sync {
         joint: Joint,
         now: Instant,
         key: &mut dyn Key,
-    ) -> Result<Judged, CommandError>;
+        judged: &mut Judged,
+    ) -> Result<(), CommandError>;
 
     /// Whether `bytes` are a state of this algorithm: its own first byte
     /// and a valid shape.
@@ -102,7 +106,8 @@ impl<C: Codec, const N: usize> Rate for Algorithm<C, N> {
         joint: Joint,
         now: Instant,
         key: &mut dyn Key,
-    ) -> Result<Judged, CommandError> {
+        judged: &mut Judged,
+    ) -> Result<(), CommandError> {
         if matches!(options.mode, Mode::Wait(_)) && !self.reserves() {
             return Err(CommandError::CannotWait { command: row.name });
         }
@@ -110,7 +115,7 @@ impl<C: Codec, const N: usize> Rate for Algorithm<C, N> {
         let limiter = (self.build)(numbers).map_err(|ParamError::OutOfRange { name, min, max }| {
             CommandError::BadNumber { name, min, max }
         })?;
-        judge::<C>(row, &limiter, options, joint, now, key)
+        judge::<C>(row, &limiter, options, joint, now, key, judged)
     }
 
     fn holds(&self, bytes: &[u8]) -> bool {
@@ -133,7 +138,8 @@ pub fn command<S: Keyspace>(
 ) -> Result<Reply, CommandError> {
     let (params, options) = args::after_key(row.name, args, rate.params().len(), Accepts::RATE)?;
     let mut key = keys.open(1)?;
-    let judged = rate.judge(row, params, &options, Joint::Alone, now, &mut key)?;
+    let mut judged = Judged::default();
+    rate.judge(row, params, &options, Joint::Alone, now, &mut key, &mut judged)?;
     let mut reply = Reply::five(&judged.decision, options.unit);
     if options.mode == Mode::AtMost {
         reply = reply.and(i64::try_from(judged.granted).unwrap_or(i64::MAX));
@@ -189,7 +195,8 @@ fn judge<C: Codec>(
     joint: Joint,
     now: Instant,
     key: &mut dyn Key,
-) -> Result<Judged, CommandError> {
+    judged: &mut Judged,
+) -> Result<(), CommandError> {
     let fault = {
         let read = match key.read() {
             Content::Empty => Ok((Frame::EMPTY, None)),
@@ -209,18 +216,16 @@ fn judge<C: Codec>(
             Ok((frame, state)) => {
                 let request = options.request();
                 match request::judge(limiter, state.as_ref(), frame.block, now, &request, joint) {
-                    Ok(verdict) => match plan::<C>(&frame, state.as_ref(), verdict.effect, options, now) {
-                        Ok((write, logged)) => {
-                            return Ok(Judged {
-                                decision: verdict.decision,
-                                write,
-                                logged,
-                                granted: verdict.granted,
-                                earliest: verdict.earliest,
-                            })
+                    Ok(verdict) => {
+                        judged.decision = verdict.decision;
+                        judged.granted = verdict.granted;
+                        judged.earliest = verdict.earliest;
+                        judged.logged = 0;
+                        match plan::<C>(judged, &frame, state.as_ref(), verdict.effect, options, now) {
+                            None => return Ok(()),
+                            Some(fault) => fault,
                         }
-                        Err(fault) => fault,
-                    },
+                    }
                     Err(Overdrawn) => Fault::Overdrawn,
                 }
             }
@@ -250,42 +255,58 @@ enum Fault {
     TooLong(u64),
 }
 
-/// The write of a verdict's `effect` (none with `PEEK`), and the sliding log
-/// entries it adds.
+/// Plan the write of a verdict's `effect` into `judged` (none with `PEEK`),
+/// and count the sliding log entries it adds; a fault when the state cannot
+/// take it.
+#[inline(always)]
 fn plan<C: Codec>(
+    judged: &mut Judged,
     frame: &Frame<'_>,
     state: Option<&StateOf<'_, C>>,
     effect: Effect<ChangeOf<C>, RefundOf<C>>,
     options: &Options,
     now: Instant,
-) -> Result<(Option<Write>, u64), Fault> {
+) -> Option<Fault> {
+    judged.write = None;
+    if options.peek {
+        return None;
+    }
     let block = request::in_force(frame.block, now);
-    Ok(match effect {
-        _ if options.peek => (None, 0),
-        Effect::Nothing | Effect::Refund(Giveback::Nothing) => (None, 0),
+    let write = match effect {
+        Effect::Nothing | Effect::Refund(Giveback::Nothing) => return None,
         Effect::Record(update) => {
-            // A forced request or a reservation may hold more entries than
-            // the limit: never more than the setting allows.
-            let entries = C::entries_after(state, &update.change);
-            if entries > config::sliding_log_max_limit() {
-                return Err(Fault::TooLong(entries));
+            // A forced request or a reservation may leave a log holding
+            // more entries than the limit: never more than the setting
+            // allows. (Nothing to check for an algorithm that logs none.)
+            judged.logged = C::entries_logged(&update.change);
+            if judged.logged > 0 {
+                let entries = C::entries_after(state, &update.change);
+                if entries > config::sliding_log_max_limit() {
+                    return Some(Fault::TooLong(entries));
+                }
             }
-            let logged = C::entries_logged(&update.change);
             let ms = update.expires_at.ceil_millis();
-            (
-                Some(frame.wrap(C::plan(state, &update.change, ms), block)),
-                logged,
-            )
+            let write = judged.write.insert(C::plan(state, &update.change, ms));
+            // The usual write, as planned: no block, no header.
+            if block.is_none() && frame.block.is_none() {
+                return None;
+            }
+            write
         }
-        Effect::Refund(Giveback::Rested) => (Some(frame.wrap(Write::Delete, block)), 0),
+        Effect::Refund(Giveback::Rested) => judged.write.insert(Write::Delete),
         // A refund changes nothing without a state.
-        Effect::Refund(Giveback::Store(update)) => (
-            state.map(|state| {
+        Effect::Refund(Giveback::Store(update)) => match state {
+            Some(state) => {
                 let ms = update.expires_at.ceil_millis();
-                frame.wrap(C::plan_refund(state, &update.change, ms), block)
-            }),
-            0,
-        ),
-        Effect::Block { until, expires_at } => (Some(frame.block(until, expires_at.ceil_millis())), 0),
-    })
+                judged.write.insert(C::plan_refund(state, &update.change, ms))
+            }
+            None => return None,
+        },
+        Effect::Block { until, expires_at } => {
+            judged.write = Some(frame.block(until, expires_at.ceil_millis()));
+            return None;
+        }
+    };
+    frame.wrap(write, block);
+    None
 }

@@ -21,7 +21,7 @@ pub enum Reply {
     /// among several, a lease), `len` in all.
     Decision {
         fields: [i64; Reply::MOST],
-        len: usize,
+        len: u8,
         outcome: Outcome,
     },
     Integer(i64),
@@ -54,8 +54,8 @@ impl Reply {
                 mut fields,
                 len,
                 outcome,
-            } if len < Reply::MOST => {
-                fields[len] = extra;
+            } if usize::from(len) < Reply::MOST => {
+                fields[usize::from(len)] = extra;
                 Reply::Decision {
                     fields,
                     len: len + 1,
@@ -121,7 +121,7 @@ impl Reply {
     /// The integers of a decision.
     pub fn fields(&self) -> &[i64] {
         match self {
-            Reply::Decision { fields, len, .. } => fields.get(..*len).unwrap_or(fields),
+            Reply::Decision { fields, len, .. } => fields.get(..usize::from(*len)).unwrap_or(fields),
             Reply::Integer(_) => &[],
         }
     }

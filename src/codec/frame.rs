@@ -33,6 +33,7 @@ impl<'a> Frame<'a> {
 
     /// Split a stored value. A value that does not start with the header's
     /// tag is a state alone (no algorithm's state starts with it).
+    #[inline]
     pub fn read(bytes: &'a [u8]) -> Result<Frame<'a>, &'static str> {
         match bytes {
             [TAG, ..] => {
@@ -58,7 +59,17 @@ impl<'a> Frame<'a> {
     /// header's length added to a patch's offsets, its end to the expiry.
     /// A header whose block has ended goes: a patch becomes the whole
     /// patched state.
-    pub fn wrap(&self, write: Write, block: Option<Instant>) -> Write {
+    #[inline]
+    pub fn wrap(&self, write: &mut Write, block: Option<Instant>) {
+        if block.is_some() || self.block.is_some() {
+            let planned = std::mem::replace(write, Write::Delete);
+            *write = self.framed(planned, block);
+        }
+    }
+
+    /// [`Frame::wrap`] of a value with a header, or under a block.
+    #[cold]
+    fn framed(&self, write: Write, block: Option<Instant>) -> Write {
         match (block, self.block) {
             (Some(until), _) => {
                 let header = header(until);
@@ -94,7 +105,7 @@ impl<'a> Frame<'a> {
                         patches,
                         expire_at_ms,
                         ..
-                    } => self.wrap(
+                    } => self.framed(
                         Write::Set {
                             value: patched(self.state, new_len, &patches),
                             expire_at_ms,
@@ -192,6 +203,12 @@ mod tests {
         assert!(Frame::read(b"B123").is_err());
     }
 
+    /// [`Frame::wrap`] of `write`, as a new write.
+    fn wrapped(frame: &Frame<'_>, mut write: Write, block: Option<Instant>) -> Write {
+        frame.wrap(&mut write, block);
+        write
+    }
+
     fn set(value: &[u8], at: u64) -> Write {
         Write::Set {
             value: Bytes::from(value),
@@ -211,7 +228,7 @@ mod tests {
             value,
             expire_at_ms,
             share,
-        } = frame.wrap(set(b"xyz", 5), Some(until))
+        } = wrapped(&frame, set(b"xyz", 5), Some(until))
         else {
             panic!("a set");
         };
@@ -227,17 +244,18 @@ mod tests {
             expire_at_ms: u64::MAX,
         };
         let mut value = stored.clone();
-        frame.wrap(patch, Some(until)).apply_to(&mut value);
+        wrapped(&frame, patch, Some(until)).apply_to(&mut value);
         assert_eq!(&value[HEADER..], b"aQc\0");
         assert_eq!(&value[..HEADER], &header(until));
         // Rested under the block: the header alone.
         let mut value = stored.clone();
-        frame.wrap(Write::Delete, Some(until)).apply_to(&mut value);
+        wrapped(&frame, Write::Delete, Some(until)).apply_to(&mut value);
         assert_eq!(value, header(until));
         // Ended: the header goes, a patch becomes the patched state.
         let mut patches = Patches::default();
         assert!(patches.push(0, Fill::bytes(*b"Z")));
-        let Write::Set { value, .. } = frame.wrap(
+        let Write::Set { value, .. } = wrapped(
+            &frame,
             Write::Patch {
                 new_len: 3,
                 patches,
@@ -249,10 +267,10 @@ mod tests {
             panic!("a set");
         };
         assert_eq!(value.as_slice(), b"Zbc");
-        assert_eq!(frame.wrap(Write::Delete, None), Write::Delete);
+        assert_eq!(wrapped(&frame, Write::Delete, None), Write::Delete);
         // No header, no block: as planned.
         let plain = Frame::read(b"abc").unwrap();
-        assert_eq!(plain.wrap(set(b"xyz", 5), None), set(b"xyz", 5));
+        assert_eq!(wrapped(&plain, set(b"xyz", 5), None), set(b"xyz", 5));
     }
 
     #[test]

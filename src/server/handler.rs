@@ -97,21 +97,28 @@ unsafe fn run(
             // The server only asks where the keys are (Cluster routing, ACL
             // key patterns, COMMAND GETKEYS): it expects no reply.
             tell_key_positions(api, ctx, registry::key_positions(row, args));
-            return None;
+            return;
         }
         // SAFETY: the context and arguments are the running command's, and
         // the keyspace lives only for this call.
         let keys = unsafe { ServerKeys::new(ctx, argv, api) };
-        Some(registry::run(row, args, clock::now(api), &keys))
+        let result = registry::run(row, args, clock::now(api), &keys);
+        // Answered here, where the reply is: it is not carried out of the
+        // guard. (Writing it calls the server only: nothing there panics.)
+        answer(row, api, ctx, result);
     }));
-    let result = match result {
-        Ok(Some(result)) => result,
-        Ok(None) => return,
-        Err(_) => Err(CommandError::Internal),
-    };
+    if result.is_err() {
+        answer(row, api, ctx, Err(CommandError::Internal));
+    }
+}
+
+/// Count the call in `row`'s `INFO` fields and write its reply.
+#[inline(always)]
+fn answer(row: &Row, api: &Api, ctx: *mut raw::RedisModuleCtx, result: Result<Reply, CommandError>) {
     row.stats
         .record(result.as_ref().map(Reply::outcome).map_err(|_| ()));
-    // SAFETY: the context is the running command's.
+    // SAFETY: the context is the running command's (every caller passes
+    // the one the server called the handler with).
     unsafe { reply(api, ctx, result) };
 }
 

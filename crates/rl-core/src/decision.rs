@@ -4,9 +4,10 @@
 use crate::time::{Micros, TimeUnit};
 
 /// When a refused request could be retried.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub enum RetryAfter {
     /// The request was allowed: nothing to wait for.
+    #[default]
     Allowed,
     /// Refused; the same request succeeds once this much time has passed,
     /// if nothing else happens in between.
@@ -16,7 +17,7 @@ pub enum RetryAfter {
 }
 
 /// One decision of a limiter.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub struct Decision {
     /// `false`: allowed and consumed; `true`: refused, nothing consumed.
     pub blocked: bool,

@@ -106,6 +106,7 @@ impl Gcra {
 
     /// An allowed request's answer at `now` (ticks: `now_t`) for the TAT it
     /// leaves, and its update.
+    #[inline(always)]
     fn recorded(&self, now_t: u128, new_tat: u128) -> Outcome<Tat> {
         let horizon = now_t + self.tolerance();
         let free = div(horizon.saturating_sub(new_tat), self.emission_interval);

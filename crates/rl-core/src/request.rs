@@ -109,6 +109,7 @@ pub enum Joint {
 
 /// The end of the block a key is under at `now`, if any (a block that has
 /// ended is no block).
+#[inline]
 pub fn in_force(block: Option<Instant>, now: Instant) -> Option<Instant> {
     block.filter(|&until| now < until)
 }
@@ -117,6 +118,7 @@ pub fn in_force(block: Option<Instant>, now: Instant) -> Option<Instant> {
 /// `block` (the end of the key's block, if it has one), given what the
 /// other limits decided (`joint`). `Err` only for a forced request that
 /// would hold more than a limiter may.
+#[inline(always)]
 pub fn judge<L: Limiter>(
     limiter: &L,
     state: Option<&L::State<'_>>,
@@ -126,6 +128,45 @@ pub fn judge<L: Limiter>(
     joint: Joint,
 ) -> Result<Verdict<L::Change, L::Refund>, Overdrawn> {
     let block = in_force(block, now);
+    let q = request.quantity;
+    // The usual call, decided by the algorithm alone: a request taken now
+    // (or a query) on a key that is not blocked, allowed, or refused
+    // without a penalty. (What `wait` answers too, in one decision.)
+    if block.is_none() && matches!(joint, Joint::Alone) && (matches!(request.mode, Mode::Take) || q == 0) {
+        let own = limiter.check(state, now, q);
+        if !own.decision.blocked {
+            return Ok(Verdict {
+                decision: own.decision,
+                granted: if own.update.is_some() { q } else { 0 },
+                earliest: Some(now),
+                effect: own.update.map_or(Effect::Nothing, Effect::Record),
+            });
+        }
+        if request.block.is_none() {
+            return Ok(Verdict {
+                decision: own.decision,
+                granted: 0,
+                earliest: match own.decision.retry_after {
+                    RetryAfter::After(wait) => Some(now.saturating_add(wait)),
+                    _ => None,
+                },
+                effect: Effect::Nothing,
+            });
+        }
+    }
+    judge_options(limiter, state, block, now, request, joint)
+}
+
+/// [`judge`] of a request with its options, or on a blocked key.
+#[inline(never)]
+fn judge_options<L: Limiter>(
+    limiter: &L,
+    state: Option<&L::State<'_>>,
+    block: Option<Instant>,
+    now: Instant,
+    request: &Request,
+    joint: Joint,
+) -> Result<Verdict<L::Change, L::Refund>, Overdrawn> {
     let q = request.quantity;
     let verdict = match request.mode {
         // `quantity` 0 is a query whatever the mode: a wait of nothing.
