@@ -1115,6 +1115,27 @@ fn force_records_a_debt_on_every_algorithm() {
             .to_string(),
         "ERR the sliding log of key 'k' would hold 10001 entries, more than ratelimit.sliding_log_max_limit (10000) allows (nothing was recorded)"
     );
+    // A PEEK of it answers the same; a reservation past the setting too: a
+    // full log of 6,000 in a second and 6,000 more reserved a second on
+    // would hold 12,000 entries.
+    assert_eq!(
+        call(&mut m, T0, &["RL.SLIDING_LOG", "k", "5", "60", "10001", "FORCE", "PEEK"])
+            .unwrap_err()
+            .to_string(),
+        "ERR the sliding log of key 'k' would hold 10001 entries, more than ratelimit.sliding_log_max_limit (10000) allows (nothing was recorded)"
+    );
+    assert_eq!(m.get(b"k"), None);
+    let log = ["RL.SLIDING_LOG", "w", "6000", "1", "6000"];
+    assert_eq!(five(&mut m, T0, &log)[..3], [0, 6000, 0]);
+    let full = m.get(b"w");
+    for extra in [&["WAIT", "5"][..], &["WAIT", "5", "PEEK"]] {
+        assert_eq!(
+            call(&mut m, T0, &with(&log, extra)).unwrap_err().to_string(),
+            "ERR the sliding log of key 'w' would hold 12000 entries, more than ratelimit.sliding_log_max_limit (10000) allows (nothing was recorded)",
+            "{extra:?}"
+        );
+        assert_eq!(m.get(b"w"), full);
+    }
     for _ in 0..4 {
         five(
             &mut m,

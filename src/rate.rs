@@ -268,6 +268,19 @@ fn plan<C: Codec>(
     now: Instant,
 ) -> Option<Fault> {
     judged.write = None;
+    // A forced request or a reservation may leave a log holding more
+    // entries than the limit: never more than the setting allows (a PEEK of
+    // such a call answers the same error). Nothing to check for an
+    // algorithm that logs none.
+    if let Effect::Record(update) = &effect {
+        judged.logged = C::entries_logged(&update.change);
+        if judged.logged > 0 {
+            let entries = C::entries_after(state, &update.change);
+            if entries > config::sliding_log_max_limit() {
+                return Some(Fault::TooLong(entries));
+            }
+        }
+    }
     if options.peek {
         return None;
     }
@@ -275,16 +288,6 @@ fn plan<C: Codec>(
     let write = match effect {
         Effect::Nothing | Effect::Refund(Giveback::Nothing) => return None,
         Effect::Record(update) => {
-            // A forced request or a reservation may leave a log holding
-            // more entries than the limit: never more than the setting
-            // allows. (Nothing to check for an algorithm that logs none.)
-            judged.logged = C::entries_logged(&update.change);
-            if judged.logged > 0 {
-                let entries = C::entries_after(state, &update.change);
-                if entries > config::sliding_log_max_limit() {
-                    return Some(Fault::TooLong(entries));
-                }
-            }
             let ms = update.expires_at.ceil_millis();
             let write = judged.write.insert(C::plan(state, &update.change, ms));
             // The usual write, as planned: no block, no header.
