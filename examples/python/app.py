@@ -126,12 +126,7 @@ class Handler(BaseHTTPRequestHandler):
             address = self.headers.get("X-Forwarded-For", self.client_address[0])
             status, headers = login(url.query, address)
             body = b"ok\n" if status == 200 else b"denied\n"
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.respond(status, headers, body)
             return
         client_id = self.headers.get("X-Client-Id", self.client_address[0])
         blocked, headers = rate_limit(client_id)
@@ -147,6 +142,9 @@ class Handler(BaseHTTPRequestHandler):
                 # never taken would hand out free ones.
                 _, headers = rate_limit(client_id, refund=True)
                 status, body = failure.status, b"bad gateway\n"
+        self.respond(status, headers, body)
+
+    def respond(self, status, headers, body):
         self.send_response(status)
         for name, value in headers.items():
             self.send_header(name, value)
