@@ -717,9 +717,14 @@ fn workloads(server: &Server) -> Vec<Workload> {
     ));
     // Pacing, charges and partial grants, on random keys (mostly allowed
     // at once: each costs what plain RL.GCRA costs, plus its option).
+    // (`AT_MOST` asks for 3: beside it, the same request without the
+    // option. A key that took 3 units lives three times as long as one that
+    // took 1, and more live keys cost the server more per call whatever the
+    // command.)
     for (name, extra) in [
         (GCRA_WAIT, &["WAIT", "5"][..]),
         (GCRA_FORCE, &["1", "FORCE"]),
+        (GCRA_THREE, &["3"]),
         (GCRA_AT_MOST, &["3", "AT_MOST"]),
     ] {
         let mut args = vec!["RL.GCRA", "{key}", "99", "100", "{period}"];
@@ -875,6 +880,7 @@ const RANDOM_LONG: &str = "100,000 random keys, 60 s";
 const GCRA_BLOCK: &str = "RL.GCRA .. BLOCK 600";
 const GCRA_WAIT: &str = "RL.GCRA .. WAIT 5";
 const GCRA_FORCE: &str = "RL.GCRA .. 1 FORCE";
+const GCRA_THREE: &str = "RL.GCRA .. 3";
 const GCRA_AT_MOST: &str = "RL.GCRA .. 3 AT_MOST";
 const HOT_ONE: &str = "hot key: RL.GCRA, 1 unit a call";
 const HOT_BATCH: &str = "hot key: RL.GCRA .. 100 AT_MOST";
@@ -1441,8 +1447,8 @@ fn targets(r: &Report) -> String {
             true,
         ),
         (
-            format!("instructions: {GCRA_AT_MOST} / RL.GCRA (60 s)"),
-            long(GCRA_AT_MOST).zip(long("RL.GCRA")).map(|(a, b)| a / b),
+            format!("instructions: {GCRA_AT_MOST} / {GCRA_THREE} (60 s)"),
+            long(GCRA_AT_MOST).zip(long(GCRA_THREE)).map(|(a, b)| a / b),
             1.05,
             true,
         ),

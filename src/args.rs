@@ -165,6 +165,18 @@ const EXCLUSIVE: [(Opt, Opt, &str); 8] = [
     (Opt::Force, Opt::Block, "a forced request is never refused"),
 ];
 
+/// The options some other excludes: a call that names at most one of them
+/// need not look through [`EXCLUSIVE`].
+const EXCLUDING: u8 = {
+    let mut mask = 0;
+    let mut i = 0;
+    while i < EXCLUSIVE.len() {
+        mask |= EXCLUSIVE[i].0.bit() | EXCLUSIVE[i].1.bit();
+        i += 1;
+    }
+    mask
+};
+
 impl Opt {
     pub const ALL: [Opt; 7] = [
         Opt::Ms,
@@ -401,10 +413,13 @@ pub fn options(command: &'static str, args: &[&[u8]], accepts: Accepts) -> Resul
             Opt::Wait | Opt::Block => {}
         }
     }
-    if let Some((first, second, why)) = EXCLUSIVE
-        .iter()
-        .find(|(a, b, _)| seen & a.bit() != 0 && seen & b.bit() != 0)
-    {
+    let clash = match (seen & EXCLUDING).count_ones() {
+        0 | 1 => None,
+        _ => EXCLUSIVE
+            .iter()
+            .find(|(a, b, _)| seen & a.bit() != 0 && seen & b.bit() != 0),
+    };
+    if let Some((first, second, why)) = clash {
         return Err(CommandError::OptionsExclude {
             first: first.word(),
             second: second.word(),
@@ -431,10 +446,7 @@ fn unknown_option(
     accepts: Accepts,
     takes_quantity: bool,
 ) -> CommandError {
-    if let Some(option) = Opt::ALL
-        .into_iter()
-        .find(|o| token.eq_ignore_ascii_case(o.word().as_bytes()))
-    {
+    if let Some(option) = Accepts::RATE.find(token) {
         return CommandError::OptionNotTaken {
             command,
             option: option.word(),
@@ -483,6 +495,42 @@ pub fn params<const N: usize>(
 mod tests {
     use super::*;
     use rl_core::bounds::MAX_LIMIT;
+
+    #[test]
+    fn every_option_word_is_found_in_any_case_and_nothing_else() {
+        for option in Opt::ALL {
+            let word = option.word();
+            let lower = word.to_ascii_lowercase();
+            let mixed: String = word
+                .chars()
+                .enumerate()
+                .map(|(i, c)| if i % 2 == 0 { c.to_ascii_lowercase() } else { c })
+                .collect();
+            for token in [word, lower.as_str(), mixed.as_str()] {
+                assert_eq!(Accepts::RATE.find(token.as_bytes()), Some(option), "{token}");
+            }
+            // One letter changed, one added, one dropped: no option.
+            let mut changed = word.as_bytes().to_vec();
+            changed[1] ^= 0x01;
+            assert_eq!(Accepts::RATE.find(&changed), None, "{word}");
+            assert_eq!(Accepts::RATE.find(format!("{word}S").as_bytes()), None, "{word}");
+            assert_eq!(Accepts::RATE.find(&word.as_bytes()[1..]), None, "{word}");
+        }
+        for token in [
+            "",
+            "M",
+            "AT-MOST",
+            "PEAK",
+            "WAIT ",
+            "BLOCK\0",
+            "5",
+            "\u{e9}\u{e9}",
+        ] {
+            assert_eq!(Accepts::RATE.find(token.as_bytes()), None, "{token:?}");
+        }
+        assert_eq!(Accepts::LEASE.find(b"force"), None);
+        assert_eq!(Accepts::LEASE.find(b"peek"), Some(Opt::Peek));
+    }
 
     #[test]
     fn integers_of_every_length_parse_exactly() {

@@ -130,9 +130,14 @@ pub fn judge<L: Limiter>(
     let block = in_force(block, now);
     let q = request.quantity;
     // The usual call, decided by the algorithm alone: a request taken now
-    // (or a query) on a key that is not blocked, allowed, or refused
-    // without a penalty. (What `wait` answers too, in one decision.)
-    if block.is_none() && matches!(joint, Joint::Alone) && (matches!(request.mode, Mode::Take) || q == 0) {
+    // (or a query, or a grant of the whole quantity) on a key that is not
+    // blocked, allowed, or refused without a penalty. (What `wait` and
+    // `at_most` answer too, in one decision.)
+    let decided_at_once = match request.mode {
+        Mode::Take | Mode::AtMost | Mode::Wait(_) => true,
+        Mode::Force | Mode::Refund => q == 0,
+    };
+    if block.is_none() && matches!(joint, Joint::Alone) && decided_at_once {
         let own = limiter.check(state, now, q);
         if !own.decision.blocked {
             return Ok(Verdict {
@@ -142,6 +147,24 @@ pub fn judge<L: Limiter>(
                 effect: own.update.map_or(Effect::Nothing, Effect::Record),
             });
         }
+        match request.mode {
+            _ if q == 0 => {}
+            Mode::AtMost => return Ok(grant_less(limiter, state, now, request, q)),
+            Mode::Wait(max_wait) => {
+                return Ok(decide_wait(
+                    limiter,
+                    state,
+                    None,
+                    now,
+                    request,
+                    max_wait,
+                    joint,
+                    None,
+                    Some(own),
+                ))
+            }
+            _ => {}
+        }
         if request.block.is_none() {
             return Ok(Verdict {
                 decision: own.decision,
@@ -150,6 +173,31 @@ pub fn judge<L: Limiter>(
                     RetryAfter::After(wait) => Some(now.saturating_add(wait)),
                     _ => None,
                 },
+                effect: Effect::Nothing,
+            });
+        }
+    }
+    // The usual call on a blocked key: refused until the block ends. When
+    // the limiter rests by then, the block alone decides (what `wait`
+    // answers, without asking the algorithm).
+    if let (Some(until), Mode::Take, Joint::Alone) = (block, request.mode, joint) {
+        if limiter.rested_at(state, now) <= until {
+            let left = until.saturating_since(now);
+            let passes = q <= limiter.limit();
+            return Ok(Verdict {
+                decision: Decision {
+                    blocked: true,
+                    limit: limiter.limit(),
+                    remaining: 0,
+                    retry_after: if passes {
+                        RetryAfter::After(left)
+                    } else {
+                        RetryAfter::Never
+                    },
+                    reset: left,
+                },
+                granted: 0,
+                earliest: passes.then_some(until),
                 effect: Effect::Nothing,
             });
         }
@@ -202,8 +250,6 @@ fn wait<L: Limiter>(
     max_wait: Micros,
     joint: Joint,
 ) -> Verdict<L::Change, L::Refund> {
-    let q = request.quantity;
-    let limit = limiter.limit();
     // Under a block nothing is recorded, so the limiter rests when its state
     // does; one rested before the block ends allows the request at the
     // block's end (a request's own wait is never longer than the time to
@@ -211,8 +257,30 @@ fn wait<L: Limiter>(
     let rested_at = block.map(|_| limiter.rested_at(state, now));
     let own = match (block, rested_at) {
         (Some(until), Some(rested)) if rested <= until => None,
-        _ => Some(limiter.check(state, now, q)),
+        _ => Some(limiter.check(state, now, request.quantity)),
     };
+    decide_wait(
+        limiter, state, block, now, request, max_wait, joint, rested_at, own,
+    )
+}
+
+/// [`wait`], once the limiter has decided the request alone (`own`; `None`
+/// when the block decides: the limiter rests at `rested_at`, before it
+/// ends).
+#[allow(clippy::too_many_arguments)]
+fn decide_wait<L: Limiter>(
+    limiter: &L,
+    state: Option<&L::State<'_>>,
+    block: Option<Instant>,
+    now: Instant,
+    request: &Request,
+    max_wait: Micros,
+    joint: Joint,
+    rested_at: Option<Instant>,
+    own: Option<Outcome<L::Change>>,
+) -> Verdict<L::Change, L::Refund> {
+    let q = request.quantity;
+    let limit = limiter.limit();
     // How long until the request is allowed (exact: it may reach past the
     // last instant a clock can read).
     let left = block.map_or(Micros::ZERO, |until| until.saturating_since(now));
@@ -359,15 +427,31 @@ fn at_most<L: Limiter>(
     if taken.update.is_some() && !taken.decision.blocked {
         return recorded(taken, block, now, wanted, now);
     }
+    grant_less(limiter, state, now, request, wanted)
+}
+
+/// `AT_MOST` on a key that is not blocked, when the limit refuses all
+/// `wanted` units: what a query says remains, or a refusal of one unit.
+fn grant_less<L: Limiter>(
+    limiter: &L,
+    state: Option<&L::State<'_>>,
+    now: Instant,
+    request: &Request,
+    wanted: u64,
+) -> Verdict<L::Change, L::Refund> {
+    let one = Request {
+        quantity: 1,
+        ..*request
+    };
     let granted = wanted.min(limiter.check(state, now, 0).decision.remaining);
     if granted == 0 {
-        return wait(limiter, state, block, now, &one, Micros::ZERO, Joint::Alone);
+        return wait(limiter, state, None, now, &one, Micros::ZERO, Joint::Alone);
     }
     let taken = limiter.check(state, now, granted);
     match taken.update {
-        Some(_) if !taken.decision.blocked => recorded(taken, block, now, granted, now),
+        Some(_) if !taken.decision.blocked => recorded(taken, None, now, granted, now),
         // Never: a grant is at most what the limit allows now.
-        _ => wait(limiter, state, block, now, &one, Micros::ZERO, Joint::Alone),
+        _ => wait(limiter, state, None, now, &one, Micros::ZERO, Joint::Alone),
     }
 }
 
