@@ -17,7 +17,7 @@ fn call(memory: &mut Memory, now: u64, args: &[&str]) -> Result<Reply, CommandEr
     memory.command(&args);
     let row = registry::COMMANDS
         .iter()
-        .find(|row| row.name.as_bytes().eq_ignore_ascii_case(args[0]))
+        .find(|row| row.command.name.as_bytes().eq_ignore_ascii_case(args[0]))
         .expect("a command");
     registry::run(row, &args, Instant::from_micros(now), memory)
 }
@@ -344,12 +344,31 @@ fn all_decides_every_limit_at_once_and_writes_only_when_all_allow() {
 #[test]
 fn units_taken_before_a_reservation_of_all_are_logged_now() {
     let mut m = Memory::default();
-    assert_eq!(five(&mut m, T0, &["RL.SLIDING_LOG", "b", "1", "10"]), [0, 1, 0, -1, 10]);
-    let both = ["RL.ALL", "2", "a", "b", "SLIDING_LOG", "5", "10", "SLIDING_LOG", "1", "10", "WAIT", "20"];
+    assert_eq!(
+        five(&mut m, T0, &["RL.SLIDING_LOG", "b", "1", "10"]),
+        [0, 1, 0, -1, 10]
+    );
+    let both = [
+        "RL.ALL",
+        "2",
+        "a",
+        "b",
+        "SLIDING_LOG",
+        "5",
+        "10",
+        "SLIDING_LOG",
+        "1",
+        "10",
+        "WAIT",
+        "20",
+    ];
     assert_eq!(six(&mut m, T0, &both), [0, 1, 0, 10, 20, 2]);
     let a = ["RL.SLIDING_LOG", "a", "5", "10"];
     assert_eq!(five(&mut m, T0 + SEC, &a), [0, 5, 3, -1, 19]);
-    assert_eq!(six(&mut m, T0 + SEC, &with(&a, &["9", "AT_MOST"])), [0, 5, 0, -1, 19, 3]);
+    assert_eq!(
+        six(&mut m, T0 + SEC, &with(&a, &["9", "AT_MOST"])),
+        [0, 5, 0, -1, 19, 3]
+    );
     // Ten seconds on, only the reservation counts.
     assert_eq!(five(&mut m, T0 + 11 * SEC, &with(&a, &["0"])), [0, 5, 4, -1, 9]);
 }

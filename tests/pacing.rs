@@ -10,8 +10,8 @@
 mod common;
 
 use common::{
-    all, cmd, error, five, in_time, info_field, rate_commands, retry, server_micros, snapshot, Server, ATTEMPTS,
-    AOF_ALWAYS,
+    all, cmd, error, five, in_time, info_field, rate_commands, retry, server_micros, snapshot, Server,
+    AOF_ALWAYS, ATTEMPTS,
 };
 
 /// The integers of a reply (five, six or seven).
@@ -84,30 +84,42 @@ fn a_sliding_log_logs_units_now_beside_a_reservation() {
     let s = Server::start();
     let mut c = s.client();
     let log = |extra: &[&'static str]| [&["RL.SLIDING_LOG", "k", "2", "1000"][..], extra].concat();
-    let (first, later) = retry(ATTEMPTS, "a second between the force and the reservation's end", |_| {
-        // Two taken at t0, one reserved at t0 + W, one forced now: all
-        // within [before, after].
-        let (first, before, after) = in_time(&mut c, 100_000, "take, reserve, force", |c| {
-            let before = server_micros(c);
+    let (first, later) = retry(
+        ATTEMPTS,
+        "a second between the force and the reservation's end",
+        |_| {
+            // Two taken at t0, one reserved at t0 + W, one forced now: all
+            // within [before, after].
+            let (first, before, after) = in_time(&mut c, 100_000, "take, reserve, force", |c| {
+                let before = server_micros(c);
+                let replies = [
+                    integers(c, &log(&["2", "MS"])),
+                    integers(c, &log(&["1", "MS", "WAIT", "2000"])),
+                    integers(c, &log(&["1", "MS", "FORCE"])),
+                ];
+                (replies, before, server_micros(c))
+            });
+            // Once the forced unit has left the window, before the reservation
+            // has.
+            while server_micros(&mut c) < after + W {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            let at = server_micros(&mut c);
             let replies = [
-                integers(c, &log(&["2", "MS"])),
-                integers(c, &log(&["1", "MS", "WAIT", "2000"])),
-                integers(c, &log(&["1", "MS", "FORCE"])),
+                integers(&mut c, &log(&["1", "MS"])),
+                integers(&mut c, &log(&["1", "MS"])),
             ];
-            (replies, before, server_micros(c))
-        });
-        // Once the forced unit has left the window, before the reservation
-        // has.
-        while server_micros(&mut c) < after + W {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        let at = server_micros(&mut c);
-        let replies = [integers(&mut c, &log(&["1", "MS"])), integers(&mut c, &log(&["1", "MS"]))];
-        let end = server_micros(&mut c);
-        let ms = |micros: u64| i64::try_from(micros.div_ceil(1_000)).unwrap();
-        // The reservation leaves at t0 + 2W, t0 in [before, after].
-        (end < before + 2 * W).then(|| (first, (replies, ms(before + 2 * W - end)..=ms(after + 2 * W - at))))
-    });
+            let end = server_micros(&mut c);
+            let ms = |micros: u64| i64::try_from(micros.div_ceil(1_000)).unwrap();
+            // The reservation leaves at t0 + 2W, t0 in [before, after].
+            (end < before + 2 * W).then(|| {
+                (
+                    first,
+                    (replies, ms(before + 2 * W - end)..=ms(after + 2 * W - at)),
+                )
+            })
+        },
+    );
     let [taken, reserved, forced] = first;
     assert_eq!(taken, [0, 2, 0, -1, 1000]);
     assert_eq!(reserved[..3], [0, 2, 0]);
@@ -120,7 +132,10 @@ fn a_sliding_log_logs_units_now_beside_a_reservation() {
     // Now the reservation and that unit fill the window: the next waits
     // for the reservation to leave it.
     assert_eq!(refused[..3], [1, 2, 0], "{refused:?}");
-    assert!(reservation_leaves.contains(&refused[3]), "{refused:?} {reservation_leaves:?}");
+    assert!(
+        reservation_leaves.contains(&refused[3]),
+        "{refused:?} {reservation_leaves:?}"
+    );
     assert_eq!(refused[4], 1000);
 }
 

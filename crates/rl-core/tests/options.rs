@@ -477,7 +477,8 @@ impl LogModel {
 
     fn log_at(&mut self, at: u64, q: u64) {
         let split = self.log.partition_point(|&t| t <= at);
-        self.log.splice(split..split, std::iter::repeat_n(at, q as usize));
+        self.log
+            .splice(split..split, std::iter::repeat(at).take(q as usize));
     }
 
     /// A query's answer at `now`.
@@ -489,7 +490,11 @@ impl LogModel {
             limit: self.limit,
             remaining: self.limit.saturating_sub(live),
             retry_after: RetryAfter::Allowed,
-            reset: Micros(if live > 0 { u128::from(newest + self.window - now) } else { 0 }),
+            reset: Micros(if live > 0 {
+                u128::from(newest + self.window - now)
+            } else {
+                0
+            }),
         }
     }
 
@@ -582,8 +587,8 @@ proptest! {
         let mut now = T0;
         for (gap, request) in &steps {
             now += gap;
-            let expected = model.request(now, &request);
-            prop_assert_eq!(d.judged(now, &request).unwrap(), expected, "at +{}: {:?}", now - T0, request);
+            let expected = model.request(now, request);
+            prop_assert_eq!(d.judged(now, request).unwrap(), expected, "at +{}: {:?}", now - T0, request);
         }
     }
 }
@@ -596,7 +601,10 @@ fn units_logged_beside_a_reservation_leave_on_time() {
     let ms = 1_000;
     let mut d = Driver::new(SlidingLog::new(2, 1_000 * ms).unwrap());
     let reply = |d: &mut Driver<SlidingLog>, at: u64, request: Request| {
-        d.judged(T0 + at * ms, &request).unwrap().0.to_reply(rl_core::TimeUnit::Millis)
+        d.judged(T0 + at * ms, &request)
+            .unwrap()
+            .0
+            .to_reply(rl_core::TimeUnit::Millis)
     };
     assert_eq!(reply(&mut d, 0, req(2, Mode::Take)), [0, 2, 0, -1, 1000]);
     // Reserved at +1000, when the first two leave.
