@@ -12,7 +12,7 @@
 //! write it). The reply is the binding limit's five integers and its
 //! position.
 
-use crate::algorithms::{self, RATES};
+use crate::algorithms::{self, Rated, RATES};
 use crate::args::{self, Options};
 use crate::command::Command;
 use crate::error::{printable, CommandError};
@@ -39,6 +39,7 @@ pub static ALL: Command = Command {
 #[derive(Clone, Copy)]
 struct Limit<'a> {
     rate: &'static dyn Rate,
+    command: &'static Command,
     params: &'a [&'a [u8]],
 }
 
@@ -81,7 +82,9 @@ fn decide<S: Keyspace>(
     for (i, limit) in limits.iter().enumerate() {
         let mut key = keys.open(2 + i)?;
         judged.push(Judged::default());
-        let slot = judged.last_mut().ok_or(CommandError::Internal)?;
+        let Some(slot) = judged.last_mut() else {
+            return Err(CommandError::Internal);
+        };
         limit
             .rate
             .judge(limit.params, options, Joint::Alone, now, &mut key, slot)
@@ -126,7 +129,7 @@ fn decide<S: Keyspace>(
         return Err(CommandError::Internal);
     };
     let mut reply = Reply::five(&decision, options.unit).and(binding as i64 + 1);
-    if options.mode == Mode::AtMost {
+    if matches!(options.mode, Mode::AtMost) {
         reply = reply.and(i64::try_from(granted).unwrap_or(i64::MAX));
     }
     Ok(crate::rate::settle(command, options, reply, granted, || {
@@ -137,7 +140,7 @@ fn decide<S: Keyspace>(
         let mut written = false;
         for ((key, judged), limit) in keys.zip(judged.iter()).zip(limits.iter()) {
             if !refused || judged.decision.blocked {
-                written |= judged.store(command, limit.rate.command(), key);
+                written |= judged.store(command, limit.command, key);
             }
         }
         written
@@ -184,7 +187,7 @@ fn parse<'a>(
     let mut at = 2 + n;
     for position in 1..=n {
         let token = args.get(at).ok_or_else(too_few)?;
-        let rate = algorithms::named(token).ok_or_else(|| {
+        let Rated { command, rate } = algorithms::named(token).ok_or_else(|| {
             miscounted(args, numkeys).unwrap_or_else(|| CommandError::UnknownAlgorithm {
                 position,
                 token: printable(token),
@@ -193,7 +196,11 @@ fn parse<'a>(
         })?;
         let count = rate.params().len();
         let params = args.get(at + 1..at + 1 + count).ok_or_else(too_few)?;
-        limits.push(Limit { rate, params });
+        limits.push(Limit {
+            rate,
+            command,
+            params,
+        });
         at += 1 + count;
     }
     args::options(command.name, &args[at..], Accepts::RATE)
@@ -223,7 +230,7 @@ fn same_key(a: &[u8], b: &[u8]) -> bool {
 fn expected() -> String {
     let names: Vec<String> = RATES
         .iter()
-        .map(|rate| algorithms::word(*rate).to_ascii_uppercase())
+        .map(|rated| algorithms::word(rated.command).to_ascii_uppercase())
         .collect();
     sentence(&names, "or")
 }
@@ -237,7 +244,7 @@ fn in_limit(position: usize, limit: &Limit<'_>, error: CommandError) -> CommandE
         | CommandError::WrongArity { .. }
         | CommandError::CannotWait { .. } => CommandError::InLimit {
             position,
-            algorithm: algorithms::word(limit.rate),
+            algorithm: algorithms::word(limit.command),
             error: Box::new(error),
         },
         other => other,

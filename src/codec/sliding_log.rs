@@ -166,7 +166,18 @@ impl Codec for SlidingLogCodec {
         // Entries later than the new ones (a reservation's) stay the
         // newest: they move, so the log is written whole (rare: only while
         // a reservation is pending, or after the clock stepped back).
-        let later = state.map_or(0, |log| log.count_later_than(u128::from(append.at.as_micros())));
+        let at = append.at.as_micros();
+        let later = match state {
+            Some(log)
+                if log
+                    .len()
+                    .checked_sub(1)
+                    .is_some_and(|newest| log.get(newest) > at) =>
+            {
+                log.count_later_than(u128::from(at))
+            }
+            _ => 0,
+        };
         state
             .filter(|_| later == 0)
             .and_then(|log| patch(log, append, keep, expire_at_ms))
