@@ -11,16 +11,14 @@ use crate::codec::{
 use crate::command::Command;
 use crate::config;
 use crate::error::CommandError;
-use crate::options::sentence;
+use crate::options::{sentence, Opt};
 use crate::param::{capped, duration, number, Param};
 use crate::rate::{self, Judged, Rate};
 use crate::stats::{Field, Stats, RATE};
 use crate::store::Key;
 use rl_core::bounds::{MAX_BURST, MAX_LIMIT};
 use rl_core::request::Joint;
-use rl_core::{
-    FixedWindow, Gcra, Instant, Limiter, Mode, ParamError, SlidingCounter, SlidingLog, TokenBucket,
-};
+use rl_core::{FixedWindow, Gcra, Instant, Limiter, ParamError, SlidingCounter, SlidingLog, TokenBucket};
 
 /// A rate algorithm: its command, its parameters, and how they build its
 /// limiter (the builder takes exactly as many numbers as the table names:
@@ -46,7 +44,7 @@ impl<C: Codec, const N: usize> Rate for Algorithm<C, N> {
         judged: &mut Judged,
     ) -> Result<(), CommandError> {
         let name = self.command.name;
-        if !options.plain() && matches!(options.mode, Mode::Wait(_)) && !self.reserves() {
+        if !self.reserves() && options.names(Opt::Wait) {
             return Err(CommandError::CannotWait {
                 command: name,
                 takers: waiting(),

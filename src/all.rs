@@ -16,7 +16,7 @@ use crate::algorithms::{self, Rated, RATES};
 use crate::args::{self, Options};
 use crate::command::Command;
 use crate::error::{printable, CommandError};
-use crate::options::{sentence, Accepts};
+use crate::options::{sentence, Accepts, Opt};
 use crate::param::number;
 use crate::rate::{Judged, Rate};
 use crate::reply::Reply;
@@ -104,11 +104,14 @@ fn decide<S: Keyspace>(
         Mode::AtMost if !refused => judged.iter().map(|j| j.granted).min().map(Joint::Grant),
         _ => None,
     };
-    let waits_for = match joint {
-        Some(Joint::At(at)) if at > now => judged.iter().position(|j| j.earliest == Some(at)),
-        _ => None,
-    };
+    let mut waits_for = None;
     if let Some(joint) = joint {
+        if let Joint::At(at) = joint {
+            waits_for = judged
+                .iter()
+                .position(|j| j.earliest == Some(at))
+                .filter(|_| at > now);
+        }
         let keys = open.iter_mut().flatten().chain(&mut more);
         for (i, ((key, judged), limit)) in keys.zip(judged.iter_mut()).zip(limits.iter()).enumerate() {
             let differs = match joint {
@@ -129,17 +132,20 @@ fn decide<S: Keyspace>(
         return Err(CommandError::Internal);
     };
     let mut reply = Reply::five(&decision, options.unit).and(binding as i64 + 1);
-    if matches!(options.mode, Mode::AtMost) {
+    if options.names(Opt::AtMost) {
         reply = reply.and(i64::try_from(granted).unwrap_or(i64::MAX));
     }
     Ok(crate::rate::settle(command, options, reply, granted, || {
         // Allowed: every limit's record. Refused: nothing is counted
         // anywhere, and only the limits that refuse by themselves write
         // (the blocks they start).
-        let keys = open.iter_mut().flatten().chain(&mut more);
         let mut written = false;
-        for ((key, judged), limit) in keys.zip(judged.iter()).zip(limits.iter()) {
-            if !refused || judged.decision.blocked {
+        for (i, (judged, limit)) in judged.iter().zip(limits.iter()).enumerate() {
+            let key = match open.get_mut(i) {
+                Some(slot) => slot.as_mut(),
+                None => more.get_mut(i - INLINE_LIMITS),
+            };
+            if let Some(key) = key.filter(|_| !refused || judged.decision.blocked) {
                 written |= judged.store(command, limit.command, key);
             }
         }

@@ -71,6 +71,12 @@ pub struct Options {
 }
 
 impl Options {
+    /// Whether the call names `option` (one test of a byte).
+    #[inline(always)]
+    pub fn names(&self, option: Opt) -> bool {
+        self.named & option.bit() != 0
+    }
+
     /// A request taken now, with no option but the unit: what the
     /// algorithm alone decides and records.
     #[inline(always)]

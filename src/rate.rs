@@ -8,7 +8,7 @@ use crate::codec::{ChangeOf, Codec, RefundOf, StateOf};
 use crate::command::Command;
 use crate::config;
 use crate::error::{printable, CommandError};
-use crate::options::Accepts;
+use crate::options::{Accepts, Opt};
 use crate::param::Param;
 use crate::reply::Reply;
 use crate::stats::Field;
@@ -97,7 +97,7 @@ pub fn command<S: Keyspace>(
     let mut judged = Judged::default();
     rate.judge(params, &options, Joint::Alone, now, &mut key, &mut judged)?;
     let mut reply = Reply::five(&judged.decision, options.unit);
-    if matches!(options.mode, Mode::AtMost) {
+    if options.names(Opt::AtMost) {
         reply = reply.and(i64::try_from(judged.granted).unwrap_or(i64::MAX));
     }
     Ok(settle(command, &options, reply, judged.granted, || {
