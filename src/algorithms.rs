@@ -185,14 +185,14 @@ pub fn word(command: &Command) -> &'static str {
 pub fn named(token: &[u8]) -> Option<Rated> {
     RATES.iter().copied().find(|rated| {
         // The length first: it rules out all but one or two. The names are
-        // `rl.`, then lower-case letters and `_`: a token byte matches its
-        // own value or, for a letter, its upper case.
+        // `rl.`, then lower-case letters and `_`: a token byte matches once
+        // an upper-case letter is made lower-case.
         let name = rated.command.name.as_bytes();
         name.len() == token.len() + 3
             && name[3..]
                 .iter()
                 .zip(token)
-                .all(|(&n, &t)| t == n || (n.is_ascii_lowercase() && t == n - 32))
+                .all(|(&n, &t)| n == t | (u8::from(t.is_ascii_uppercase()) << 5))
     })
 }
 
@@ -215,4 +215,39 @@ fn waiting() -> String {
         .map(|rated| rated.command.name.to_ascii_uppercase())
         .collect();
     sentence(&names, "and")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn algorithm_names_are_found_in_any_case_and_nothing_else() {
+        for rated in RATES {
+            let word = word(rated.command);
+            for token in [word.to_string(), word.to_ascii_uppercase(), {
+                let mut mixed = word.to_string();
+                mixed.replace_range(..1, &word[..1].to_ascii_uppercase());
+                mixed
+            }] {
+                let found = named(token.as_bytes()).map(|r| r.command.name);
+                assert_eq!(found, Some(rated.command.name), "{token}");
+            }
+            // Each byte changed to its other case bit, or to a neighbour: no
+            // algorithm (a `_` is not a letter: its case bit gives DEL).
+            for i in 0..word.len() {
+                for flip in [0x20u8, 0x01] {
+                    let mut bytes = word.as_bytes().to_vec();
+                    bytes[i] ^= flip;
+                    let is_other_case = flip == 0x20 && bytes[i].is_ascii_alphabetic();
+                    if !is_other_case {
+                        assert!(named(&bytes).is_none(), "{:?}", String::from_utf8_lossy(&bytes));
+                    }
+                }
+            }
+        }
+        assert!(named(b"").is_none());
+        assert!(named(b"rl.gcra").is_none());
+        assert!(named(b"GCRA ").is_none());
+    }
 }

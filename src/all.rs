@@ -59,10 +59,7 @@ pub fn command<S: Keyspace>(
     let mut limits = Few::new();
     let options = parse(command, args, &mut limits)?;
     JUDGED.with(|kept| match kept.try_borrow_mut() {
-        Ok(mut judged) => {
-            judged.clear();
-            decide(command, &limits, &options, now, keys, &mut judged)
-        }
+        Ok(mut judged) => decide(command, &limits, &options, now, keys, &mut judged),
         Err(_) => decide(command, &limits, &options, now, keys, &mut Vec::new()),
     })
 }
@@ -79,10 +76,13 @@ fn decide<S: Keyspace>(
     // The keys stay open until written: the usual few in place.
     let mut open: [Option<S::Key<'_>>; INLINE_LIMITS] = [const { None }; INLINE_LIMITS];
     let mut more = Vec::new();
+    // One judgement per limit. A slot kept from an earlier call is written
+    // over whole by its limit's judgement (the usual few are never copied in
+    // afresh).
+    judged.resize_with(limits.len(), Judged::default);
     for (i, limit) in limits.iter().enumerate() {
         let mut key = keys.open(2 + i)?;
-        judged.push(Judged::default());
-        let Some(slot) = judged.last_mut() else {
+        let Some(slot) = judged.get_mut(i) else {
             return Err(CommandError::Internal);
         };
         limit
@@ -301,6 +301,10 @@ struct Few<T: Copy> {
 }
 
 impl<T: Copy> Few<T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+
     fn new() -> Self {
         Few {
             inline: [None; INLINE_LIMITS],

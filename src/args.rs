@@ -84,6 +84,21 @@ impl Options {
         self.named & !Opt::Ms.bit() == 0
     }
 
+    /// A request the algorithm alone decides when it allows it now: taken
+    /// now, or waited for, or granted in part (whatever `PEEK` and `BLOCK`
+    /// say), but not given back or forced.
+    #[inline(always)]
+    pub fn allowed_at_once(&self) -> bool {
+        self.named & (Opt::Refund.bit() | Opt::Force.bit()) == 0
+    }
+
+    /// A refusal the algorithm alone decides too: nothing to wait for, no
+    /// part to grant, no block to start.
+    #[inline(always)]
+    pub fn refused_at_once(&self) -> bool {
+        self.named & (Opt::Wait.bit() | Opt::AtMost.bit() | Opt::Block.bit()) == 0
+    }
+
     /// The request the core judges.
     pub fn request(&self) -> Request {
         Request {

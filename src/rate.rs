@@ -160,15 +160,16 @@ pub fn judge<C: Codec>(
     judged: &mut Judged,
     holder_of: fn(&[u8]) -> Option<&'static str>,
 ) -> Result<(), CommandError> {
-    // The usual call (a request taken now, no option but the unit, a key
-    // without a block): the algorithm alone decides and records it, in one
-    // step. Anything else, or a state it cannot read, takes the general path.
-    if options.plain() && matches!(joint, Joint::Alone) {
+    // The usual call (a request taken now, or one that waits or takes what
+    // it can and is allowed now, on a key without a block): the algorithm
+    // alone decides and records it, in one step. Anything else, or a state
+    // it cannot read, takes the general path.
+    if options.allowed_at_once() && matches!(joint, Joint::Alone) {
         let taken = match key.read() {
-            Content::Empty => Some(take_plainly::<C>(limiter, None, options.quantity, now, judged)),
+            Content::Empty => take_at_once::<C>(limiter, None, options, now, judged),
             Content::String(bytes) if !Frame::framed_value(bytes) => C::decode(bytes)
                 .ok()
-                .map(|state| take_plainly::<C>(limiter, Some(&state), options.quantity, now, judged)),
+                .and_then(|state| take_at_once::<C>(limiter, Some(&state), options, now, judged)),
             _ => None,
         };
         if let Some(taken) = taken {
@@ -219,21 +220,27 @@ pub fn judge<C: Codec>(
     })
 }
 
-/// A request taken now, no option but the unit, on a key without a block:
-/// decided by the algorithm alone, and its record planned (what the
-/// general path does for it, without the options' steps). `Err`: a log
-/// that would hold this many entries, past its setting.
+/// A request on a key without a block that the algorithm alone decides
+/// (see [`Options::allowed_at_once`]): its decision and, but with `PEEK`,
+/// its record planned (what the general path does for it, without the
+/// options' steps). `None`: a refusal the options decide (a wait, a smaller
+/// grant, a block). `Err`: a log that would hold this many entries, past its
+/// setting.
 #[inline(always)]
-fn take_plainly<C: Codec>(
+fn take_at_once<C: Codec>(
     limiter: &C::Limiter,
     state: Option<&StateOf<'_, C>>,
-    quantity: u64,
+    options: &Options,
     now: Instant,
     judged: &mut Judged,
-) -> Result<(), u64> {
+) -> Option<Result<(), u64>> {
+    let quantity = options.quantity;
     let outcome = limiter.check(state, now, quantity);
-    judged.decision = outcome.decision;
     let Some(update) = outcome.update else {
+        if outcome.decision.blocked && !options.refused_at_once() {
+            return None;
+        }
+        judged.decision = outcome.decision;
         judged.granted = 0;
         judged.earliest = match outcome.decision.retry_after {
             RetryAfter::Allowed => Some(now),
@@ -242,20 +249,25 @@ fn take_plainly<C: Codec>(
         };
         judged.logged = 0;
         judged.write = None;
-        return Ok(());
+        return Some(Ok(()));
     };
+    judged.decision = outcome.decision;
     judged.granted = quantity;
     judged.earliest = Some(now);
     let logged = C::entries_logged(&update.change);
     if logged > 0 {
         let entries = C::entries_after(state, &update.change);
         if entries > config::sliding_log_max_limit() {
-            return Err(entries);
+            return Some(Err(entries));
         }
     }
     judged.logged = logged;
-    judged.write = Some(C::plan(state, &update.change, update.expires_at.ceil_millis()));
-    Ok(())
+    if options.peek {
+        judged.write = None;
+    } else {
+        judged.write = Some(C::plan(state, &update.change, update.expires_at.ceil_millis()));
+    }
+    Some(Ok(()))
 }
 
 /// The error of a log that would hold `entries`, past its setting.
