@@ -92,6 +92,14 @@ impl Options {
         self.named & Opt::Refund.bit() == 0
     }
 
+    /// A request taken now: not waited for, granted in part, forced or given
+    /// back (whatever `PEEK` and `BLOCK` say).
+    #[inline(always)]
+    pub fn taken_now(&self) -> bool {
+        let other_ways = Opt::Refund.bit() | Opt::Force.bit() | Opt::Wait.bit() | Opt::AtMost.bit();
+        self.named & other_ways == 0
+    }
+
     /// A refusal the algorithm alone decides too: nothing to wait for, no
     /// part to grant, no block to start.
     #[inline(always)]

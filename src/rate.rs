@@ -170,6 +170,9 @@ pub fn judge<C: Codec>(
             Content::String(bytes) if !Frame::framed_value(bytes) => C::decode(bytes)
                 .ok()
                 .and_then(|state| take_at_once::<C>(limiter, Some(&state), options, now, judged)),
+            Content::String(bytes) if options.taken_now() => {
+                refuse_while_blocked::<C>(limiter, bytes, options.quantity, now, judged)
+            }
             _ => None,
         };
         if let Some(taken) = taken {
@@ -269,6 +272,35 @@ fn take_at_once<C: Codec>(
     } else {
         judged.write = Some(C::plan(state, &update.change, update.expires_at.ceil_millis()));
     }
+    Some(Ok(()))
+}
+
+/// A request taken now on a key whose block is in force, when the limiter
+/// rests before the block ends: refused by the block alone, nothing
+/// written (what the general path answers). `None`: anything else.
+#[inline(always)]
+fn refuse_while_blocked<C: Codec>(
+    limiter: &C::Limiter,
+    bytes: &[u8],
+    quantity: u64,
+    now: Instant,
+    judged: &mut Judged,
+) -> Option<Result<(), Fault>> {
+    let frame = Frame::read(bytes).ok()?;
+    let until = request::in_force(frame.block, now)?;
+    let state = match frame.state {
+        [] => None,
+        state => Some(C::decode(state).ok()?),
+    };
+    let decision = request::refused_by_block(limiter, state.as_ref(), until, now, quantity)?;
+    judged.decision = decision;
+    judged.granted = 0;
+    judged.earliest = match decision.retry_after {
+        RetryAfter::After(_) => Some(until),
+        _ => None,
+    };
+    judged.logged = 0;
+    judged.write = None;
     Some(Ok(()))
 }
 
