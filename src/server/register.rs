@@ -6,6 +6,7 @@
 //! works the same, only undocumented.
 
 use super::handler::HANDLERS;
+use crate::config;
 use crate::docs::{ArgKind, DocArg};
 use crate::registry::{Keys, Row, COMMANDS};
 use redis_module::{raw, InfoContext};
@@ -219,6 +220,12 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_i
 #[allow(deprecated)] // the builder API cannot name the section after the module alone
 fn report(ctx: &InfoContext) {
     ctx.add_info_section(None);
+    // The settings first: whether `CL.THROTTLE` is registered, whether the
+    // shadow switch is on, the caps (on Redis 6.x, where `CONFIG GET` has no
+    // module settings, the one place that shows them).
+    for setting in &config::SETTINGS {
+        ctx.add_info_field_str(setting.name, &setting.shown());
+    }
     for row in COMMANDS.iter() {
         for (field, value) in row.command.stats.fields() {
             let value = i64::try_from(value).unwrap_or(i64::MAX);
