@@ -300,7 +300,9 @@ impl ServerKey<'_> {
         let Some(value) = self.writable() else {
             return;
         };
-        if Write::replicated_whole(value.len()) {
+        // Whole only where `SET` takes `PXAT`: on Redis 6.0 the whole value
+        // would take a `SET` and a `PEXPIREAT`, longer than the patches.
+        if SET_PXAT.load(Ordering::Relaxed) && Write::replicated_whole(value.len()) {
             let mut whole = [0u8; crate::store::WHOLE_VALUE_MAX];
             let whole = &mut whole[..value.len()];
             whole.copy_from_slice(value);

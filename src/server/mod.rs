@@ -129,7 +129,7 @@ unsafe fn load(ctx: &Context, argv: *mut *mut raw::RedisModuleString, argc: c_in
             register_info(ctx.ctx, Some(register::info));
         }
     }
-    register::document(ctx.ctx);
+    handler::check_arity(!register::document(ctx.ctx));
     if registered == settings::Registered::ModuleArguments {
         let values: Vec<String> = SETTINGS
             .iter()

@@ -155,8 +155,9 @@ fn key_specs(row: &Row) -> [raw::RedisModuleCommandKeySpec; 2] {
 }
 
 /// Document the registered commands and add them to `@ratelimit` where
-/// possible. Returns how many were documented.
-pub fn document(ctx: *mut raw::RedisModuleCtx) -> usize {
+/// possible. Returns whether every one was documented (then the server
+/// checks their arity itself).
+pub fn document(ctx: *mut raw::RedisModuleCtx) -> bool {
     // SAFETY: OnLoad's context; the category name is a NUL-terminated
     // literal.
     let category =
@@ -165,7 +166,7 @@ pub fn document(ctx: *mut raw::RedisModuleCtx) -> usize {
     let (Some(get_command), Some(set_info)) = (unsafe { raw::RedisModule_GetCommand }, unsafe {
         raw::RedisModule_SetCommandInfo
     }) else {
-        return 0;
+        return false;
     };
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
@@ -173,12 +174,13 @@ pub fn document(ctx: *mut raw::RedisModuleCtx) -> usize {
         sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
         sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
     };
-    let mut documented = 0;
+    let mut all_documented = true;
     for row in COMMANDS.iter().filter(|row| (row.enabled)()) {
         let name = c_string(row.command.name);
         // SAFETY: OnLoad's context and a NUL-terminated name.
         let command = unsafe { get_command(ctx, name.as_ptr()) };
         if command.is_null() {
+            all_documented = false;
             continue;
         }
         let mut arena = Arena::default();
@@ -196,8 +198,8 @@ pub fn document(ctx: *mut raw::RedisModuleCtx) -> usize {
         // SAFETY: the command is this module's; the structures and the
         // strings they point to (the arena) live until the call returns,
         // and the server copies them.
-        if unsafe { set_info(command, &info) } == OK {
-            documented += 1;
+        if unsafe { set_info(command, &info) } != OK {
+            all_documented = false;
         }
         if category {
             let categories = c_string(row.categories);
@@ -209,7 +211,7 @@ pub fn document(ctx: *mut raw::RedisModuleCtx) -> usize {
             }
         }
     }
-    documented
+    all_documented
 }
 
 /// The `ratelimit` section of `INFO` (and `INFO modules`, `INFO ratelimit`).
