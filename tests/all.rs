@@ -635,7 +635,7 @@ fn random_requests_never_crash_or_write_when_refused() {
                         // None only when refused, or asked for none (a
                         // request mutated into a query may say so too).
                         assert!(
-                            granted > 0 || a == 1 || how.map_or(true, |h| h.query),
+                            granted > 0 || a == 1 || how.is_none_or(|h| h.query),
                             "{context}: {fields:?}"
                         );
                     }
@@ -670,7 +670,7 @@ fn random_requests_never_crash_or_write_when_refused() {
                     } else {
                         // Allowed; with WAIT, perhaps later: the wait
                         // before the work.
-                        let wait = how.map_or(true, |h| h.wait);
+                        let wait = how.is_none_or(|h| h.wait);
                         assert!(
                             r.retry_after == -1 || (wait && r.retry_after >= 1),
                             "{context}: {r:?}"

@@ -266,7 +266,7 @@ extern "C" fn data_discarded(
             // SAFETY: the server passes a RedisModuleFlushInfo with this
             // event, valid for the callback.
             let sync =
-                unsafe { data.cast::<raw::RedisModuleFlushInfo>().as_ref() }.map_or(true, |f| f.sync != 0);
+                unsafe { data.cast::<raw::RedisModuleFlushInfo>().as_ref() }.is_none_or(|f| f.sync != 0);
             if !sync {
                 VALUE.clear();
             }
