@@ -387,3 +387,54 @@ fn option_errors() {
         assert_eq!(snapshot(&mut c, "k"), before);
     }
 }
+
+/// `FORCE` and `AT_MOST` take `quantity`'s default, 1, as every request
+/// does: the same replies and states as with `1` given; and `COMMAND DOCS`
+/// (Redis 7.0+) shows `quantity` as optional before them.
+#[test]
+fn force_and_at_most_default_to_one_unit() {
+    let s = Server::start();
+    let mut c = s.client();
+    // A window of 10^9 s: nothing ends during the test, and both keys share
+    // the window, so their replies are equal field for field.
+    let w = "1000000000";
+    for option in ["FORCE", "AT_MOST"] {
+        let (bare, one) = (format!("bare:{option}"), format!("one:{option}"));
+        let mut replies = Vec::new();
+        for _ in 0..3 {
+            let implied = integers(&mut c, &["RL.FIXED", &bare, "2", w, option]);
+            let given = integers(&mut c, &["RL.FIXED", &one, "2", w, "1", option]);
+            assert_eq!(implied, given, "{option}");
+            replies.push(implied[..3].to_vec());
+        }
+        let expected = match option {
+            // Forced past the limit: allowed, remaining 0.
+            "FORCE" => vec![vec![0, 2, 1], vec![0, 2, 0], vec![0, 2, 0]],
+            // A grant of 1, then 1, then none (refused).
+            _ => vec![vec![0, 2, 1], vec![0, 2, 0], vec![1, 2, 0]],
+        };
+        assert_eq!(replies, expected, "{option}");
+        assert_eq!(snapshot(&mut c, &bare).0, snapshot(&mut c, &one).0, "{option}");
+    }
+    // The three forced units are recorded: a query says the window is full.
+    assert_eq!(
+        integers(&mut c, &["RL.FIXED", "bare:FORCE", "2", w, "0"])[..3],
+        [0, 2, 0]
+    );
+    for name in ["rl.gcra", "rl.all"] {
+        let Some(docs) = common::command_docs(&mut c, name) else {
+            continue;
+        };
+        let quantity = docs
+            .find("\"quantity\"")
+            .unwrap_or_else(|| panic!("{name}: no quantity in {docs}"));
+        let next = docs[quantity..]
+            .find("\"name\"")
+            .map_or(docs.len(), |at| quantity + at);
+        assert!(
+            docs[quantity..next].contains("optional"),
+            "{name}: quantity is not optional: {}",
+            &docs[quantity..next]
+        );
+    }
+}
