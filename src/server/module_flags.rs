@@ -123,7 +123,11 @@ pub fn declare(ctx: &Context, server: Option<Server>) {
         "ratelimit: module options {} ({:#x}) on {on}{knows}: every limiter is a plain string key \
          whose writes replicate as their effects, with no module type and nothing kept outside the \
          keyspace",
-        choice.names.join("|"),
+        if choice.names.is_empty() {
+            "none".to_string()
+        } else {
+            choice.names.join("|")
+        },
         choice.bits
     ));
     for note in &choice.left_out {
