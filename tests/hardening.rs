@@ -401,7 +401,10 @@ impl Probe {
     /// The expiry its replies bound, in Unix ms: `(at, at)` when exact (a
     /// negative `at` as `PEXPIRETIME` answers it: no expiry, no key), else
     /// the earliest and the latest it can be (a millisecond apart, when
-    /// the clock turned one between the two `TIME`s).
+    /// the clock turned one between the two `TIME`s). A key already due
+    /// but not yet deleted (Redis 6.2 decides expiry at the transaction's
+    /// instant, while `PTTL` reads the clock and answers 0) expired at any
+    /// instant up to the clock's.
     fn expiry(&self, replies: &[Value]) -> (i64, i64) {
         let int = |v: &Value| -> i64 { redis::from_redis_value(v).expect("an integer") };
         if self.0 {
@@ -414,6 +417,7 @@ impl Probe {
         };
         match int(&replies[1]) {
             ttl if ttl < 0 => (ttl, ttl),
+            0 => (0, millis(&replies[2])),
             ttl => (millis(&replies[0]) + ttl, millis(&replies[2]) + ttl),
         }
     }

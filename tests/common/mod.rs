@@ -450,6 +450,9 @@ pub fn snapshot(con: &mut redis::Connection, key: &str) -> (Option<Vec<u8>>, i64
 /// `TIME`s. `PTTL` is the expiry less the clock in milliseconds, read
 /// between the two: when both `TIME`s fall in the same millisecond, so did
 /// `PTTL`'s read, and the sum is the expiry exactly (else it is read again).
+/// (A key already due but not yet deleted has a `PTTL` of 0: then this is
+/// the clock's time, not its expiry. The tests read keys that live for
+/// hours.)
 pub fn pexpiretime(con: &mut redis::Connection, key: &str) -> i64 {
     if tested().has_pexpiretime() {
         return cmd(&["PEXPIRETIME", key]).query(con).expect("PEXPIRETIME");
