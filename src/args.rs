@@ -44,6 +44,7 @@ impl Param {
                         max,
                         setting: cap.setting,
                         ceiling: cap.ceiling,
+                        run_time: crate::config::set_at_run_time(),
                     });
                 }
             }

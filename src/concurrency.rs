@@ -10,7 +10,7 @@
 
 use crate::algorithms::{holder_of, LEASES};
 use crate::args;
-use crate::codec::concurrency::{decode, plan, LeaseView};
+use crate::codec::concurrency::{decode, plan, LeaseView, MAX_ID};
 use crate::command::Command;
 use crate::config;
 use crate::error::CommandError;
@@ -21,7 +21,7 @@ use crate::stats::{Field, Stats};
 use crate::store::{Content, Key, Keyspace, Write};
 use rl_core::bounds::MAX_LIMIT;
 use rl_core::concurrency::{release as release_lease, renew as renew_lease, MAX_TIMEOUT_MICROS};
-use rl_core::{Concurrency, Instant, LeaseUpdate, NoLeases, ParamError, TimeUnit};
+use rl_core::{Concurrency, Instant, Lease, LeaseUpdate, NoLeases, ParamError, TimeUnit};
 
 /// A lease id: a positive 64-bit integer.
 const LEASE: Param = number("lease", 1, i64::MAX as u64);
@@ -57,10 +57,11 @@ pub static RENEW: Command = Command {
 
 /// Read the key's leases and decide with `decide`, which returns what to
 /// answer and the update to store; the write is planned while the value is
-/// still borrowed.
+/// still borrowed. A state that cannot give a lease `decide` needs (see
+/// [`check_id`]) is a corrupt state too.
 fn with_leases<K: Key + ?Sized, T>(
     key: &mut K,
-    decide: impl FnOnce(Option<&LeaseView<'_>>) -> (T, Option<LeaseUpdate>),
+    decide: impl FnOnce(Option<&LeaseView<'_>>) -> Result<(T, Option<LeaseUpdate>), &'static str>,
 ) -> Result<(T, Option<(Write, u64)>), CommandError> {
     let (problem, holder) = {
         let state = match key.read() {
@@ -71,15 +72,27 @@ fn with_leases<K: Key + ?Sized, T>(
             Content::Other => return Err(CommandError::WrongType),
         };
         match state {
-            Ok(state) => {
-                let (answer, update) = decide(state.as_ref());
-                let write = update.map(|u| (plan(state.as_ref(), &u), u.expired));
-                return Ok((answer, write));
-            }
+            Ok(state) => match decide(state.as_ref()) {
+                Ok((answer, update)) => {
+                    let write = update.map(|u| (plan(state.as_ref(), &u), u.expired));
+                    return Ok((answer, write));
+                }
+                Err(problem) => (problem, None),
+            },
             Err(unreadable) => unreadable,
         }
     };
     Err(CommandError::state(key.name(), LEASES.name, problem, holder))
+}
+
+/// A lease's id is at most [`MAX_ID`], which a state may hold as its last
+/// id: the state that holds it can give no further lease (its id would be
+/// past what the clock gives, and the state then unreadable).
+fn check_id(lease: Option<&Lease>) -> Result<(), &'static str> {
+    match lease {
+        Some(lease) if lease.id > MAX_ID => Err("its last lease id is 2^62, past which no lease is given"),
+        _ => Ok(()),
+    }
 }
 
 /// Write the planned update, and count the leases it found expired.
@@ -112,8 +125,9 @@ pub fn acquire<S: Keyspace>(
             Some(view) => limiter.acquire(view, now, options.quantity),
             None => limiter.acquire(&NoLeases, now, options.quantity),
         };
+        check_id(acquired.lease.as_ref())?;
         let update = acquired.update.filter(|_| !options.peek);
-        (acquired, update)
+        Ok((acquired, update))
     })?;
     let lease = if store(&mut key, write) {
         acquired.lease.map_or(0, |l| l.id)
@@ -139,10 +153,10 @@ pub fn release<S: Keyspace>(
     let id = LEASE.parse(lease, TimeUnit::Seconds)?;
     let mut key = keys.open(1)?;
     let (units, write) = with_leases(&mut key, |state| {
-        match state.and_then(|view| release_lease(view, now, id)) {
+        Ok(match state.and_then(|view| release_lease(view, now, id)) {
             Some((units, update)) => (units, Some(update)),
             None => (0, None),
-        }
+        })
     })?;
     if store(&mut key, write) {
         command.stats.add(Field::Released, 1);
@@ -168,7 +182,7 @@ pub fn renew<S: Keyspace>(
     let timeout = TIMEOUT.parse(timeout, unit)?;
     let mut key = keys.open(1)?;
     let ((), write) = with_leases(&mut key, |state| {
-        ((), state.and_then(|view| renew_lease(view, now, id, timeout)))
+        Ok(((), state.and_then(|view| renew_lease(view, now, id, timeout))))
     })?;
     let renewed = store(&mut key, write);
     if renewed {

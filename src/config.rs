@@ -67,37 +67,130 @@ pub fn shadow() -> bool {
     SHADOW.load(Ordering::Relaxed)
 }
 
-/// The values a setting takes as a `loadmodule` argument.
-enum Values {
+/// The values a setting takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Values {
     /// An integer from 1 to this.
     UpTo(i64),
+    /// `yes` or `no`.
     YesNo,
 }
 
-/// The settings, by their name without the `ratelimit.` prefix.
-const SETTINGS: [(&str, Values); 4] = [
-    ("sliding_log_max_limit", Values::UpTo(SLIDING_LOG_MAX_LIMIT_MAX)),
-    ("concurrency_max_limit", Values::UpTo(CONCURRENCY_MAX_LIMIT_MAX)),
-    ("cl_throttle", Values::YesNo),
-    ("shadow", Values::YesNo),
+/// Where a setting's value lives.
+#[derive(Debug)]
+pub enum Store {
+    Number(&'static AtomicI64),
+    Switch(&'static AtomicBool),
+}
+
+/// One module setting: `ratelimit.<name>` in `CONFIG GET/SET` and the
+/// configuration file, `<name> <value>` as a `loadmodule` argument.
+#[derive(Debug)]
+pub struct Setting {
+    /// Without the `ratelimit.` prefix.
+    pub name: &'static str,
+    pub values: Values,
+    /// As a number (a switch: 1 for `yes`, 0 for `no`).
+    pub default: i64,
+    /// Set when the module loads, never changed afterwards.
+    pub at_load_only: bool,
+    pub store: Store,
+}
+
+impl Setting {
+    /// The current value, as a number (a switch: 1 or 0).
+    pub fn get(&self) -> i64 {
+        match self.store {
+            Store::Number(value) => value.load(Ordering::Relaxed),
+            Store::Switch(on) => i64::from(on.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// Set the value (a switch: any non-zero number is `yes`). The server
+    /// checks the range first; so does [`module_args`].
+    pub fn set(&self, value: i64) {
+        match self.store {
+            Store::Number(number) => number.store(value, Ordering::Relaxed),
+            Store::Switch(on) => on.store(value != 0, Ordering::Relaxed),
+        }
+    }
+
+    /// The value as `INFO` and `CONFIG GET` show it.
+    pub fn shown(&self) -> String {
+        match (self.values, self.get()) {
+            (Values::YesNo, 0) => "no".to_string(),
+            (Values::YesNo, _) => "yes".to_string(),
+            (Values::UpTo(_), value) => value.to_string(),
+        }
+    }
+}
+
+/// The settings, in the order `INFO` lists them.
+pub static SETTINGS: [Setting; 4] = [
+    Setting {
+        name: "sliding_log_max_limit",
+        values: Values::UpTo(SLIDING_LOG_MAX_LIMIT_MAX),
+        default: SLIDING_LOG_MAX_LIMIT_DEFAULT,
+        at_load_only: false,
+        store: Store::Number(&SLIDING_LOG_MAX_LIMIT),
+    },
+    Setting {
+        name: "concurrency_max_limit",
+        values: Values::UpTo(CONCURRENCY_MAX_LIMIT_MAX),
+        default: CONCURRENCY_MAX_LIMIT_DEFAULT,
+        at_load_only: false,
+        store: Store::Number(&CONCURRENCY_MAX_LIMIT),
+    },
+    Setting {
+        name: "cl_throttle",
+        values: Values::YesNo,
+        default: 0,
+        at_load_only: true,
+        store: Store::Switch(&CL_THROTTLE),
+    },
+    Setting {
+        name: "shadow",
+        values: Values::YesNo,
+        default: 0,
+        at_load_only: false,
+        store: Store::Switch(&SHADOW),
+    },
 ];
 
-/// Check the `loadmodule` arguments: pairs of a setting's name (as above,
+/// Whether the server lets `CONFIG SET` change the settings at run time
+/// (Redis 7.0+, Valkey: the module configuration API). Without it (Redis
+/// 6.x) the `loadmodule` arguments set them, and the errors that name a
+/// setting say so. Decided when the module loads.
+static SET_AT_RUN_TIME: AtomicBool = AtomicBool::new(true);
+
+pub fn set_at_run_time() -> bool {
+    SET_AT_RUN_TIME.load(Ordering::Relaxed)
+}
+
+pub fn set_settable_at_run_time(settable: bool) {
+    SET_AT_RUN_TIME.store(settable, Ordering::Relaxed);
+}
+
+/// The settings' values given as `loadmodule` arguments, by their index in
+/// [`SETTINGS`]: `None` where not given.
+pub type Given = [Option<i64>; SETTINGS.len()];
+
+/// Read the `loadmodule` arguments: pairs of a setting's name (as above,
 /// without the `ratelimit.` prefix) and a value it accepts, each setting at
-/// most once. The values themselves become the settings' initial values
-/// when the settings are registered (a `ratelimit.*` line of the
-/// configuration file still overrides them); this makes sure that every
-/// argument given is one that takes effect, as given.
-pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
-    let mut seen = [false; SETTINGS.len()];
+/// most once. The values given become the settings' initial values when the
+/// module loads (with the module configuration API, a `ratelimit.*` line of
+/// the configuration file still overrides them); `Err` says which argument
+/// would not take effect as given.
+pub fn module_args(args: &[&[u8]]) -> Result<Given, String> {
+    let mut given: Given = [None; SETTINGS.len()];
     for pair in args.chunks(2) {
         let name = pair[0];
-        let Some(index) = SETTINGS.iter().position(|(known, _)| known.as_bytes() == name) else {
+        let Some(index) = SETTINGS.iter().position(|s| s.name.as_bytes() == name) else {
             let known: Vec<String> = SETTINGS
                 .iter()
-                .map(|(name, values)| match values {
-                    Values::UpTo(max) => format!("{name} <1..{max}>"),
-                    Values::YesNo => format!("{name} <yes|no>"),
+                .map(|s| match s.values {
+                    Values::UpTo(max) => format!("{} <1..{max}>", s.name),
+                    Values::YesNo => format!("{} <yes|no>", s.name),
                 })
                 .collect();
             return Err(format!(
@@ -106,28 +199,44 @@ pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
                 known.join(", ")
             ));
         };
-        let (name, values) = &SETTINGS[index];
+        let setting = &SETTINGS[index];
+        let name = setting.name;
         let Some(&value) = pair.get(1) else {
             return Err(format!("module argument '{name}' has no value"));
         };
-        if std::mem::replace(&mut seen[index], true) {
+        if given[index].is_some() {
             return Err(format!("module argument '{name}' is given twice"));
         }
-        let (valid, expected) = match values {
+        let (parsed, expected) = match setting.values {
             Values::UpTo(max) => (
-                decimal::parse_canonical(value).is_some_and(|n| (1..=*max as u128).contains(&n)),
+                decimal::parse_canonical(value)
+                    .filter(|n| (1..=max as u128).contains(n))
+                    .and_then(|n| i64::try_from(n).ok()),
                 format!("an integer from 1 to {max}"),
             ),
-            Values::YesNo => (value == b"yes" || value == b"no", "yes or no".to_string()),
+            Values::YesNo => (
+                match value {
+                    b"yes" => Some(1),
+                    b"no" => Some(0),
+                    _ => None,
+                },
+                "yes or no".to_string(),
+            ),
         };
-        if !valid {
+        let Some(parsed) = parsed else {
             return Err(format!(
                 "module argument '{name}' must be {expected}, got '{}'",
                 printable(value)
             ));
-        }
+        };
+        given[index] = Some(parsed);
     }
-    Ok(())
+    Ok(given)
+}
+
+/// The value each setting starts with: the one given, else its default.
+pub fn initial(given: &Given) -> [i64; SETTINGS.len()] {
+    std::array::from_fn(|i| given[i].unwrap_or(SETTINGS[i].default))
 }
 
 #[cfg(test)]
@@ -136,7 +245,55 @@ mod tests {
 
     fn check(args: &[&str]) -> Result<(), String> {
         let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-        check_module_args(&args)
+        module_args(&args).map(|_| ())
+    }
+
+    fn given(args: &[&str]) -> Given {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        module_args(&args).unwrap()
+    }
+
+    #[test]
+    fn the_values_given_become_the_initial_values() {
+        assert_eq!(given(&[]), [None; 4]);
+        assert_eq!(initial(&given(&[])), [10_000, 10_000, 0, 0]);
+        let args = [
+            "shadow",
+            "yes",
+            "sliding_log_max_limit",
+            "1000000",
+            "cl_throttle",
+            "no",
+        ];
+        assert_eq!(given(&args), [Some(1_000_000), None, Some(0), Some(1)]);
+        assert_eq!(initial(&given(&args)), [1_000_000, 10_000, 0, 1]);
+        assert_eq!(
+            initial(&given(&["concurrency_max_limit", "1", "cl_throttle", "yes"])),
+            [10_000, 1, 1, 0]
+        );
+    }
+
+    #[test]
+    fn settings_show_their_values_as_the_server_does() {
+        let shown = |values, value| {
+            static STORE: AtomicI64 = AtomicI64::new(0);
+            static SWITCH: AtomicBool = AtomicBool::new(false);
+            let setting = Setting {
+                name: "test",
+                values,
+                default: 0,
+                at_load_only: false,
+                store: match values {
+                    Values::UpTo(_) => Store::Number(&STORE),
+                    Values::YesNo => Store::Switch(&SWITCH),
+                },
+            };
+            setting.set(value);
+            (setting.get(), setting.shown())
+        };
+        assert_eq!(shown(Values::UpTo(10), 7), (7, "7".to_string()));
+        assert_eq!(shown(Values::YesNo, 1), (1, "yes".to_string()));
+        assert_eq!(shown(Values::YesNo, 0), (0, "no".to_string()));
     }
 
     #[test]

@@ -14,13 +14,15 @@ pub enum CommandError {
     /// A number that does not parse, or is out of its range.
     BadNumber { name: &'static str, min: u64, max: u64 },
     /// The same, for a number whose upper bound is a module setting that
-    /// can be raised up to `ceiling`.
+    /// can be raised up to `ceiling`: with `CONFIG SET` where `run_time`
+    /// (the server has module settings), else only when the module loads.
     OverCap {
         name: &'static str,
         min: u64,
         max: u64,
         setting: &'static str,
         ceiling: u64,
+        run_time: bool,
     },
     /// A token where an option was expected that is not one of those the
     /// command `accepts`; `misplaced_quantity`: it looks like a number.
@@ -133,10 +135,25 @@ impl fmt::Display for CommandError {
                 max,
                 setting,
                 ceiling,
+                run_time: true,
             } => write!(
                 f,
                 "ERR {name} must be an integer from {min} to {max} (CONFIG SET {setting} raises the cap, up to {ceiling})"
             ),
+            CommandError::OverCap {
+                name,
+                min,
+                max,
+                setting,
+                ceiling,
+                run_time: false,
+            } => {
+                let argument = setting.strip_prefix("ratelimit.").unwrap_or(setting);
+                write!(
+                    f,
+                    "ERR {name} must be an integer from {min} to {max} (the loadmodule argument '{argument} <n>' raises the cap, up to {ceiling}; this server has no CONFIG SET for module settings)"
+                )
+            }
             CommandError::UnknownOption {
                 token,
                 accepts,
@@ -327,5 +344,25 @@ mod tests {
         };
         assert_eq!(e.to_string(), "ERR count must be an integer from 1 to 10");
         assert!(CommandError::WrongType.to_string().starts_with("WRONGTYPE "));
+    }
+
+    #[test]
+    fn a_cap_names_how_this_server_raises_it() {
+        let over = |run_time| CommandError::OverCap {
+            name: "limit",
+            min: 1,
+            max: 10_000,
+            setting: "ratelimit.sliding_log_max_limit",
+            ceiling: 1_000_000,
+            run_time,
+        };
+        assert_eq!(
+            over(true).to_string(),
+            "ERR limit must be an integer from 1 to 10000 (CONFIG SET ratelimit.sliding_log_max_limit raises the cap, up to 1000000)"
+        );
+        assert_eq!(
+            over(false).to_string(),
+            "ERR limit must be an integer from 1 to 10000 (the loadmodule argument 'sliding_log_max_limit <n>' raises the cap, up to 1000000; this server has no CONFIG SET for module settings)"
+        );
     }
 }

@@ -207,14 +207,7 @@ fn every_keys_effect_replicates_in_one_transaction() {
     let on_replica: Vec<_> = keys.iter().map(|k| snapshot(&mut r, k)).collect();
     assert_eq!(on_master, on_replica);
     // The AOF: transactions of SETs (and a log's SETRANGEs), no RL.ALL.
-    let mut aof = Vec::new();
-    for entry in std::fs::read_dir(master.dir.join("appendonlydir")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.to_string_lossy().ends_with(".aof") {
-            aof.extend(std::fs::read(path).unwrap());
-        }
-    }
-    let aof = String::from_utf8_lossy(&aof).to_lowercase();
+    let aof = common::aof_text(&master);
     assert!(!aof.contains("rl.all"), "{aof}");
     assert_eq!(aof.matches("\r\nmulti\r\n").count(), 3, "{aof}");
     assert_eq!(aof.matches("\r\nexec\r\n").count(), 3, "{aof}");
@@ -510,12 +503,25 @@ fn random_requests_never_crash_or_write_when_refused() {
     let (mut replies, mut refusals, mut errors) = (0usize, 0usize, 0usize);
     let (mut well_formed, mut sure_refusals) = (0usize, 0usize);
     let batch = 200;
-    // Per request: MULTI, the GETs before, the call, the GETs after, EXEC.
-    let per = 2 + 2 * KEYS.len() + 1;
+    // Redis 6.0 reads the clock anew for every command of a transaction, so
+    // a key may expire between the call and the GETs after it: there each
+    // transaction also reads the time first and last, and every key's PTTL
+    // first, to tell such a key from one the call changed.
+    let clock = !common::tested().freezes_transaction_time();
+    let extra = if clock { 2 + KEYS.len() } else { 0 };
+    // Per request: MULTI, (TIME, the PTTLs,) the GETs before, the call, the
+    // GETs after, (TIME,) EXEC.
+    let per = 2 + 2 * KEYS.len() + 1 + extra;
     for (n, chunk) in requests.chunks(batch).enumerate() {
         let mut pipe = redis::pipe();
         for (args, _) in chunk {
             pipe.cmd("MULTI");
+            if clock {
+                pipe.cmd("TIME");
+                for key in KEYS {
+                    pipe.cmd("PTTL").arg(key);
+                }
+            }
             for key in KEYS {
                 pipe.cmd("GET").arg(key);
             }
@@ -526,6 +532,9 @@ fn random_requests_never_crash_or_write_when_refused() {
             pipe.add_command(call);
             for key in KEYS {
                 pipe.cmd("GET").arg(key);
+            }
+            if clock {
+                pipe.cmd("TIME");
             }
             pipe.cmd("EXEC");
         }
@@ -555,8 +564,37 @@ fn random_requests_never_crash_or_write_when_refused() {
             let Value::Array(parts) = result else {
                 panic!("{context}: EXEC gave {result:?}");
             };
-            let (before, rest) = parts.split_at(KEYS.len());
-            let (reply, after) = rest.split_first().expect("a reply");
+            let (before, reply, after): (&[Value], &Value, Vec<Value>) = if clock {
+                let millis = |v: &Value| {
+                    let (secs, micros): (i64, i64) = redis::from_redis_value(v).expect("TIME");
+                    secs * 1000 + micros / 1000
+                };
+                let (first, rest) = parts.split_at(1 + KEYS.len());
+                let (rest, last) = rest.split_at(rest.len() - 1);
+                let elapsed = millis(&last[0]) - millis(&first[0]);
+                let (before, rest) = rest.split_at(KEYS.len());
+                let (reply, after) = rest.split_first().expect("a reply");
+                // A key gone after the call that had no more time to live
+                // than the transaction took expired meanwhile: the call did
+                // not change it.
+                let after = after
+                    .iter()
+                    .zip(before)
+                    .zip(&first[1..])
+                    .map(|((new, old), pttl)| {
+                        let ttl: i64 = redis::from_redis_value(pttl).expect("PTTL");
+                        let expired =
+                            *new == Value::Nil && *old != Value::Nil && (0..=elapsed).contains(&ttl);
+                        if expired { old } else { new }.clone()
+                    })
+                    .collect();
+                (before, reply, after)
+            } else {
+                let (before, rest) = parts.split_at(KEYS.len());
+                let (reply, after) = rest.split_first().expect("a reply");
+                (before, reply, after.to_vec())
+            };
+            let after = &after[..];
             let unchanged = before == after;
             match reply {
                 Value::ServerError(e) => {
@@ -597,7 +635,7 @@ fn random_requests_never_crash_or_write_when_refused() {
                         // None only when refused, or asked for none (a
                         // request mutated into a query may say so too).
                         assert!(
-                            granted > 0 || a == 1 || how.map_or(true, |h| h.query),
+                            granted > 0 || a == 1 || how.is_none_or(|h| h.query),
                             "{context}: {fields:?}"
                         );
                     }
@@ -632,7 +670,7 @@ fn random_requests_never_crash_or_write_when_refused() {
                     } else {
                         // Allowed; with WAIT, perhaps later: the wait
                         // before the work.
-                        let wait = how.map_or(true, |h| h.wait);
+                        let wait = how.is_none_or(|h| h.wait);
                         assert!(
                             r.retry_after == -1 || (wait && r.retry_after >= 1),
                             "{context}: {r:?}"

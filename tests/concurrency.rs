@@ -113,11 +113,10 @@ fn leases_fill_refuse_and_free() {
         .unwrap_err();
     assert_eq!(
         common::error_text(&e),
-        "ERR limit must be an integer from 1 to 10000 (CONFIG SET ratelimit.concurrency_max_limit raises the cap, up to 1000000)"
+        common::over_cap("limit", 10_000, "concurrency_max_limit", 1_000_000)
     );
-    cmd(&["CONFIG", "SET", "ratelimit.concurrency_max_limit", "20000"])
-        .query::<()>(&mut c)
-        .unwrap();
+    common::set_setting(&mut c, "concurrency_max_limit", "20000");
+    assert_eq!(common::setting(&mut c, "concurrency_max_limit"), "20000");
     assert_eq!(
         take(&mut c, &["big", "10001", "60"]).0.counts(),
         (false, 10_001, 10_000)
@@ -186,4 +185,77 @@ fn leases_replicate_as_their_effects() {
         (false, 10, 5)
     );
     assert_eq!(integer(&mut m, &["RL.RELEASE", "work", &leases[1]]), 1);
+}
+
+/// A lease state whose ids the server's clock cannot have given (0, or past
+/// 2^62: the next id would not fit a reply) is a corrupt state, as for the
+/// other algorithms: every lease command answers the error and the key
+/// stays as it was. (Before, `Q` and the last id 2^63 - 1 was read, and two
+/// leases were then given with the id 0, which nothing can release.)
+#[test]
+fn a_lease_id_the_clock_cannot_give_is_a_corrupt_state() {
+    let s = Server::start();
+    let mut c = s.client();
+    let impossible = "a lease id of 0 or past 2^62, which the server's clock never gives";
+    let header = |id: u64| [&b"Q"[..], &id.to_le_bytes()].concat();
+    let mut zero_record = header(0);
+    zero_record.extend_from_slice(&0u64.to_le_bytes());
+    zero_record.extend_from_slice(&(server_micros(&mut c) + 60_000_000).to_le_bytes());
+    zero_record.extend_from_slice(&1u32.to_le_bytes());
+    for (key, value) in [
+        ("past", header(i64::MAX as u64)),
+        ("beyond", header((1 << 62) + 1)),
+        ("zero", header(0)),
+        ("zero-record", zero_record),
+    ] {
+        redis::cmd("SET")
+            .arg(key)
+            .arg(&value)
+            .query::<()>(&mut c)
+            .unwrap();
+        let before = snapshot(&mut c, key);
+        for call in [
+            &["RL.CONCURRENCY", key, "5", "60"][..],
+            &["RL.CONCURRENCY", key, "5", "60", "PEEK"],
+            &["RL.RELEASE", key, "1"],
+            &["RL.RENEW", key, "1", "60"],
+        ] {
+            assert_eq!(
+                common::error(&mut c, call),
+                format!("ERR key '{key}' does not hold a valid RL.CONCURRENCY state: {impossible}"),
+                "{call:?}"
+            );
+        }
+        assert_eq!(snapshot(&mut c, key), before, "{key}");
+        assert_eq!(
+            redis::cmd("GET").arg(key).query::<Vec<u8>>(&mut c).unwrap(),
+            value
+        );
+    }
+    // The largest id is read, and its lease is released and renewed as
+    // given; but no lease comes after it (its id would be past 2^62).
+    let mut edge = header(0);
+    edge.extend_from_slice(&(1u64 << 62).to_le_bytes());
+    edge.extend_from_slice(&(server_micros(&mut c) + 60_000_000).to_le_bytes());
+    edge.extend_from_slice(&2u32.to_le_bytes());
+    redis::cmd("SET")
+        .arg("edge")
+        .arg(&edge)
+        .query::<()>(&mut c)
+        .unwrap();
+    let last = (1u64 << 62).to_string();
+    assert_eq!(integer(&mut c, &["RL.RENEW", "edge", &last, "60"]), 1);
+    let before = snapshot(&mut c, "edge");
+    for call in [&["edge", "5", "60"][..], &["edge", "5", "60", "PEEK"]] {
+        let mut args = vec!["RL.CONCURRENCY"];
+        args.extend_from_slice(call);
+        assert_eq!(
+            common::error(&mut c, &args),
+            "ERR key 'edge' does not hold a valid RL.CONCURRENCY state: its last lease id is 2^62, past which no lease is given"
+        );
+    }
+    assert_eq!(snapshot(&mut c, "edge"), before);
+    // A query gives no lease: it answers.
+    assert_eq!(take(&mut c, &["edge", "5", "60", "0"]).0.counts(), (false, 5, 3));
+    assert_eq!(integer(&mut c, &["RL.RELEASE", "edge", &last]), 2);
 }

@@ -112,14 +112,15 @@ fn a_sliding_log_logs_units_now_beside_a_reservation() {
             let end = server_micros(&mut c);
             let ms = |micros: u64| i64::try_from(micros.div_ceil(1_000)).unwrap();
             // The reservation leaves at t0 + 2W, t0 in [before, after]; the
-            // unit that passed, logged in [at, end], leaves a window later.
+            // unit that passes is rested W after it, and the refused call
+            // comes at most `end - at` after it.
             (end < before + 2 * W).then(|| {
                 (
                     first,
                     (
                         replies,
                         ms(before + 2 * W - end)..=ms(after + 2 * W - at),
-                        ms(at + W - end)..=1000,
+                        ms(W.saturating_sub(end - at))..=ms(W),
                     ),
                 )
             })
@@ -132,7 +133,7 @@ fn a_sliding_log_logs_units_now_beside_a_reservation() {
     assert!((1900..=2000).contains(&reserved[4]), "{reserved:?}");
     assert_eq!(forced[..4], [0, 2, 0, -1]);
     assert!((1900..=2000).contains(&forced[4]), "{forced:?}");
-    let ([passed, refused], reservation_leaves, unit_leaves) = later;
+    let ([passed, refused], reservation_leaves, rested) = later;
     assert_eq!(passed, [0, 2, 0, -1, 1000]);
     // Now the reservation and that unit fill the window: the next waits
     // for the reservation to leave it.
@@ -141,8 +142,7 @@ fn a_sliding_log_logs_units_now_beside_a_reservation() {
         reservation_leaves.contains(&refused[3]),
         "{refused:?} {reservation_leaves:?}"
     );
-    // The window empties when the unit that passed leaves it.
-    assert!(unit_leaves.contains(&refused[4]), "{refused:?} {unit_leaves:?}");
+    assert!(rested.contains(&refused[4]), "{refused:?} {rested:?}");
 }
 
 /// FORCE on every algorithm: recorded past the limit, later calls refused
@@ -391,5 +391,61 @@ fn option_errors() {
     ] {
         assert_eq!(error(&mut c, args), expected, "{args:?}");
         assert_eq!(snapshot(&mut c, "k"), before);
+    }
+}
+
+/// `FORCE` and `AT_MOST` take `quantity`'s default, 1, as every request
+/// does: the same replies and states as with `1` given; and `COMMAND DOCS`
+/// (Redis 7.0+) shows `quantity` as optional before them.
+#[test]
+fn force_and_at_most_default_to_one_unit() {
+    let s = Server::start();
+    let mut c = s.client();
+    // A window of 10^9 s: nothing ends during the test, and both keys share
+    // the window, so their replies are equal field for field but `reset`,
+    // the time left in the window, which depends on when each call ran.
+    let w = "1000000000";
+    let but_reset = |mut reply: Vec<i64>| {
+        reply.remove(4);
+        reply
+    };
+    for option in ["FORCE", "AT_MOST"] {
+        let (bare, one) = (format!("bare:{option}"), format!("one:{option}"));
+        let mut replies = Vec::new();
+        for _ in 0..3 {
+            let implied = integers(&mut c, &["RL.FIXED", &bare, "2", w, option]);
+            let given = integers(&mut c, &["RL.FIXED", &one, "2", w, "1", option]);
+            assert_eq!(but_reset(implied.clone()), but_reset(given), "{option}");
+            replies.push(implied[..3].to_vec());
+        }
+        let expected = match option {
+            // Forced past the limit: allowed, remaining 0.
+            "FORCE" => vec![vec![0, 2, 1], vec![0, 2, 0], vec![0, 2, 0]],
+            // A grant of 1, then 1, then none (refused).
+            _ => vec![vec![0, 2, 1], vec![0, 2, 0], vec![1, 2, 0]],
+        };
+        assert_eq!(replies, expected, "{option}");
+        assert_eq!(snapshot(&mut c, &bare).0, snapshot(&mut c, &one).0, "{option}");
+    }
+    // The three forced units are recorded: a query says the window is full.
+    assert_eq!(
+        integers(&mut c, &["RL.FIXED", "bare:FORCE", "2", w, "0"])[..3],
+        [0, 2, 0]
+    );
+    for name in ["rl.gcra", "rl.all"] {
+        let Some(docs) = common::command_docs(&mut c, name) else {
+            continue;
+        };
+        let quantity = docs
+            .find("\"quantity\"")
+            .unwrap_or_else(|| panic!("{name}: no quantity in {docs}"));
+        let next = docs[quantity..]
+            .find("\"name\"")
+            .map_or(docs.len(), |at| quantity + at);
+        assert!(
+            docs[quantity..next].contains("optional"),
+            "{name}: quantity is not optional: {}",
+            &docs[quantity..next]
+        );
     }
 }

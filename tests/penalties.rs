@@ -74,7 +74,7 @@ fn block_on_every_algorithm() {
         // the key expires when it ends.
         let until = block_of(&mut c, &key).expect("a block header");
         assert!((before + 3_600_000_000..=after + 3_600_000_000).contains(&until));
-        let pexpiretime: i64 = cmd(&["PEXPIRETIME", &key]).query(&mut c).unwrap();
+        let pexpiretime = common::pexpiretime(&mut c, &key);
         assert_eq!(pexpiretime, until.div_ceil(1000) as i64, "{}", sample.name);
         let blocked_state = snapshot(&mut c, &key);
         assert_ne!(blocked_state, state);
@@ -255,6 +255,11 @@ fn a_block_costs_at_most_sixteen_bytes() {
     // value into the next allocation size, or fits in the room it had.
     let expected = match (server.valkey, server.version.0, server.version.1) {
         _ if server.memory().is_none() => None,
+        // A new key written once holds Redis 6's embedded string (one
+        // allocation, its object header included, as MEMORY USAGE counts
+        // it): the header adds its 8 bytes and no more.
+        (false, 6, 0) => Some((67, 75)),
+        (false, 6, 2) => Some((75, 83)),
         (false, 7, 0) => Some((72, 88)),
         (false, 8, 2) => Some((56, 64)),
         (true, 8, 1) => Some((56, 72)),
@@ -341,12 +346,16 @@ fn the_shadow_switch() {
     let refused = five(&mut c, &gcra);
     assert!(refused.blocked);
     let state = snapshot(&mut c, "k");
-    let ok: String = cmd(&["CONFIG", "SET", "ratelimit.shadow", "yes"])
-        .query(&mut c)
-        .unwrap();
-    assert_eq!(ok, "OK");
-    let got: Vec<String> = cmd(&["CONFIG", "GET", "ratelimit.shadow"]).query(&mut c).unwrap();
-    assert_eq!(got, ["ratelimit.shadow", "yes"]);
+    assert_eq!(common::setting(&mut c, "shadow"), "no");
+    // On Redis 6.x the module is loaded again with `shadow yes`, which
+    // starts its counters again.
+    common::set_setting(&mut c, "shadow", "yes");
+    assert_eq!(common::setting(&mut c, "shadow"), "yes");
+    let refused_before = if common::tested().has_module_settings() {
+        1
+    } else {
+        0
+    };
     for _ in 0..3 {
         let shadowed = five(&mut c, &[&gcra[..], &["BLOCK", "600"]].concat());
         assert_eq!(
@@ -378,16 +387,16 @@ fn the_shadow_switch() {
         info_field(&mut c, "ratelimit", "ratelimit_fixed_shadow_refused"),
         1
     );
-    assert_eq!(info_field(&mut c, "ratelimit", "ratelimit_gcra_refused"), 1);
-    let _: String = cmd(&["CONFIG", "SET", "ratelimit.shadow", "no"])
-        .query(&mut c)
-        .unwrap();
+    assert_eq!(
+        info_field(&mut c, "ratelimit", "ratelimit_gcra_refused"),
+        refused_before
+    );
+    common::set_setting(&mut c, "shadow", "no");
     assert!(five(&mut c, &gcra).blocked);
     // A module argument sets it at load.
     let loaded = loaded_with(&["shadow", "yes"]);
     let mut l = loaded.client();
-    let got: Vec<String> = cmd(&["CONFIG", "GET", "ratelimit.shadow"]).query(&mut l).unwrap();
-    assert_eq!(got, ["ratelimit.shadow", "yes"]);
+    assert_eq!(common::setting(&mut l, "shadow"), "yes");
     five(&mut l, &gcra);
     assert!(!five(&mut l, &gcra).blocked);
 }

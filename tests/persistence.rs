@@ -251,14 +251,7 @@ fn a_replica_with_the_module_holds_the_same_state() {
 }
 
 fn aof_text(server: &Server) -> String {
-    let mut all = Vec::new();
-    for entry in std::fs::read_dir(server.dir.join("appendonlydir")).expect("appendonlydir") {
-        let path = entry.unwrap().path();
-        if path.to_string_lossy().ends_with(".aof") {
-            all.extend(std::fs::read(path).unwrap());
-        }
-    }
-    String::from_utf8_lossy(&all).to_lowercase()
+    common::aof_text(server)
 }
 
 /// A limiter that was refusing before the restart still refuses after it.
@@ -386,7 +379,14 @@ fn replication_bytes_per_allowed_request() {
     }
     let (whole, patched) = ((offsets[7] - offsets[1]) / 6, (offsets[13] - offsets[8]) / 5);
     println!("replication: small log: {whole} bytes per unit whole, {patched} as patches");
-    assert!(whole > 0 && whole < patched, "{whole} {patched}");
+    if common::tested().has_pxat() {
+        assert!(whole > 0 && whole < patched, "{whole} {patched}");
+    } else {
+        // Redis 6.0's SET has no PXAT: the whole value would take a SET and
+        // a PEXPIREAT, longer than the patches, so every unit is sent as
+        // patches (the same bytes per unit, but for an offset's digits).
+        assert!(whole > 0 && whole == patched, "{whole} {patched}");
+    }
     // Leases on a key holding 10 to 20: an acquisition appends its record,
     // a release marks its record in place; neither sends the list.
     let key = format!("user:{:06}", workloads.len() + 2);

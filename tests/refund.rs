@@ -30,8 +30,7 @@ fn dirty(c: &mut Connection) -> i64 {
 }
 
 fn pexpiretime(c: &mut Connection, key: &str) -> i64 {
-    // PEXPIRETIME is 7.0+: on every server of the matrix.
-    cmd(&["PEXPIRETIME", key]).query(c).unwrap()
+    common::pexpiretime(c, key)
 }
 
 #[test]
@@ -212,10 +211,8 @@ fn info_counts_refunds_apart() {
 fn refund_is_documented_where_it_is_taken() {
     let s = Server::start();
     let mut c = s.client();
-    let docs = |c: &mut Connection, name: &str| -> String {
-        let v: redis::Value = cmd(&["COMMAND", "DOCS", name]).query(c).unwrap();
-        format!("{v:?}").to_lowercase()
-    };
+    // Redis 6.x has no COMMAND DOCS: there `docs` asserts its error.
+    let docs = |c: &mut Connection, name: &str| common::command_docs(c, name).map(|d| d.to_lowercase());
     for name in [
         "rl.gcra",
         "rl.token_bucket",
@@ -224,9 +221,13 @@ fn refund_is_documented_where_it_is_taken() {
         "rl.sliding_counter",
         "rl.all",
     ] {
-        assert!(docs(&mut c, name).contains("refund"), "{name}");
+        if let Some(docs) = docs(&mut c, name) {
+            assert!(docs.contains("refund"), "{name}");
+        }
     }
-    assert!(!docs(&mut c, "rl.concurrency").contains("refund"));
+    if let Some(docs) = docs(&mut c, "rl.concurrency") {
+        assert!(!docs.contains("refund"));
+    }
     let e = cmd(&["RL.CONCURRENCY", "j", "2", "60", "REFUND"])
         .query::<redis::Value>(&mut c)
         .unwrap_err();

@@ -46,7 +46,7 @@ fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
                             // Leases: a release or a renewal of an earlier
                             // one, or a new lease of `q` units.
                             match leases.pop() {
-                                Some((key, lease)) if (x >> 53) % 3 == 0 => {
+                                Some((key, lease)) if (x >> 53).is_multiple_of(3) => {
                                     pipe.cmd("RL.RELEASE").arg(key).arg(lease);
                                 }
                                 Some((key, lease)) if (x >> 53) % 3 == 1 => {
@@ -66,7 +66,7 @@ fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
                             }
                             continue;
                         }
-                        if (x >> 50) % 6 == 0 {
+                        if (x >> 50).is_multiple_of(6) {
                             // One request under two of the key's limiters at
                             // once (RL.ALL): the commands' algorithms by name.
                             let other = pick(45);
@@ -90,7 +90,7 @@ fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
                             .arg(command.rate(10, &w))
                             .arg(&q)
                             .arg("MS");
-                        if (x >> 55) % 8 == 0 {
+                        if (x >> 55).is_multiple_of(8) {
                             pipe.arg("REFUND");
                         }
                     }

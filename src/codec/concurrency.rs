@@ -90,14 +90,23 @@ impl LeaseView<'_> {
     }
 }
 
-/// Read a stored value. Stored bytes are untrusted: every record is checked
-/// (ids ascending and at most the last id, at least one unit).
+/// The largest lease id a state may hold. A lease's id is the server's
+/// clock in microseconds, or one more than the last id when leases are
+/// given faster than one a microsecond: every id the module gives is far
+/// below 2^62 (the clock reaches it in the year 148,000), and so is the next
+/// one, which must fit the reply's signed 64-bit integer. An id of 0, or
+/// past this, was not given by the module: the state is corrupt.
+pub const MAX_ID: u64 = 1 << 62;
+
 /// Whether `bytes` are a lease list (for the error of another command on
 /// its key).
 pub fn holds(bytes: &[u8]) -> bool {
     bytes.first() == Some(&TAG) && decode(bytes).is_ok()
 }
 
+/// Read a stored value. Stored bytes are untrusted: every record is checked
+/// (ids ascending and at most the last id, at least one unit), and so is
+/// the last id (from 1 to [`MAX_ID`]).
 pub fn decode(bytes: &[u8]) -> Result<LeaseView<'_>, &'static str> {
     let (header, records) = bytes.split_at_checked(HEADER).ok_or(SHAPE)?;
     if header[0] != TAG || records.len() % RECORD != 0 {
@@ -111,6 +120,9 @@ pub fn decode(bytes: &[u8]) -> Result<LeaseView<'_>, &'static str> {
         records,
         last_id: u64_at(header, 1).max(newest),
     };
+    if !(1..=MAX_ID).contains(&view.last_id) {
+        return Err("a lease id of 0 or past 2^62, which the server's clock never gives");
+    }
     let mut previous = 0u64;
     for lease in view.records() {
         if lease.id <= previous || lease.id > view.last_id || lease.units == 0 {
@@ -394,7 +406,26 @@ mod tests {
         ] {
             assert!(decode(&bad).is_err(), "{bad:?}");
         }
-        assert!(decode(&header(0)).is_ok());
+        // Ids are the clock's microseconds: never 0, never past 2^62 (the
+        // next id would not fit a reply, or be 0 there).
+        let impossible = Err("a lease id of 0 or past 2^62, which the server's clock never gives");
+        for bad in [
+            header(0),
+            header(MAX_ID + 1),
+            header(i64::MAX as u64),
+            header(u64::MAX),
+            [header(0), record(MAX_ID + 1, 1)].concat(),
+        ] {
+            assert_eq!(decode(&bad).map(|v| v.last_id()), impossible, "{bad:?}");
+        }
+        assert_eq!(decode(&header(1)).unwrap().last_id(), 1);
+        assert_eq!(decode(&header(MAX_ID)).unwrap().last_id(), MAX_ID);
+        assert_eq!(
+            decode(&[header(0), record(MAX_ID, 1)].concat())
+                .unwrap()
+                .last_id(),
+            MAX_ID
+        );
         // The last id is the larger of the header's and the last record's.
         assert_eq!(decode(&[header(5), record(6, 1)].concat()).unwrap().last_id(), 6);
         assert_eq!(decode(&[header(9), record(6, 1)].concat()).unwrap().last_id(), 9);

@@ -48,7 +48,7 @@ impl ValueCodec for GcraCodec {
 
     fn encode(tat: &Tat) -> Bytes {
         let per_micro = tat.per_micro();
-        if TICKS_PER_MICRO % per_micro == 0 {
+        if TICKS_PER_MICRO.is_multiple_of(per_micro) {
             let ticks = tat.units().checked_mul(u128::from(TICKS_PER_MICRO / per_micro));
             if let Some(ticks) = ticks.and_then(|t| u64::try_from(t).ok()) {
                 return Encoder::<TICKS_LEN>::tagged(TICKS)

@@ -172,7 +172,7 @@ impl Codec for SlidingLogCodec {
 
     fn decode(bytes: &[u8]) -> Result<LogView<'_>, &'static str> {
         const SHAPE: &str = "expected 'L', a 4-byte ring position and 8-byte instants";
-        if bytes.len() < HEADER || bytes[0] != TAG || (bytes.len() - HEADER) % ENTRY_BYTES != 0 {
+        if bytes.len() < HEADER || bytes[0] != TAG || !(bytes.len() - HEADER).is_multiple_of(ENTRY_BYTES) {
             return Err(SHAPE);
         }
         let mut oldest = [0u8; 4];

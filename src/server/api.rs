@@ -28,7 +28,10 @@ pub struct Api {
     pub reply_with_long_long: unsafe extern "C" fn(Ctx, c_longlong) -> c_int,
     pub reply_with_error: unsafe extern "C" fn(Ctx, *const c_char) -> c_int,
     pub log: unsafe extern "C" fn(Ctx, *const c_char, *const c_char, ...),
-    /// Redis 7.0+; without it the expiry is set relative to the clock.
+    /// The server's clock in milliseconds, as its relative expiries read it.
+    pub milliseconds: unsafe extern "C" fn() -> c_longlong,
+    /// Redis 6.2+ and Valkey; without it the expiry is set relative to the
+    /// server's clock.
     pub set_abs_expire: Option<unsafe extern "C" fn(KeyPtr, c_longlong) -> c_int>,
     pub signal_modified_key: Option<unsafe extern "C" fn(Ctx, Str) -> c_int>,
     pub notify_keyspace_event: Option<unsafe extern "C" fn(Ctx, c_int, *const c_char, Str) -> c_int>,
@@ -76,6 +79,7 @@ impl Api {
                     .ok_or("RedisModule_ReplyWithLongLong")?,
                 reply_with_error: raw::RedisModule_ReplyWithError.ok_or("RedisModule_ReplyWithError")?,
                 log: raw::RedisModule_Log.ok_or("RedisModule_Log")?,
+                milliseconds: raw::RedisModule_Milliseconds.ok_or("RedisModule_Milliseconds")?,
                 set_abs_expire: raw::RedisModule_SetAbsExpire,
                 signal_modified_key: raw::RedisModule_SignalModifiedKey,
                 notify_keyspace_event: raw::RedisModule_NotifyKeyspaceEvent,

@@ -59,12 +59,6 @@ fn wall_clock() -> Instant {
     Instant::from_micros(micros)
 }
 
-/// The current wall-clock time in milliseconds, for servers that cannot set
-/// an absolute expiry.
-pub fn now_millis() -> u64 {
-    wall_clock().as_micros() / 1000
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ use std::ffi::CString;
 use std::mem::MaybeUninit;
 use std::os::raw::{c_int, c_long};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The signature of a command handler as the server calls it.
 pub type Handler = extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
@@ -53,6 +54,26 @@ pub const HANDLERS: [Handler; 16] = [
 ];
 const _: () = assert!(COMMANDS.len() <= HANDLERS.len(), "add handlers for the new rows");
 
+/// Whether the handlers check each command's arity themselves: on a server
+/// that does not from the commands' documentation (Redis 6.x has no
+/// `RedisModule_SetCommandInfo`), so that too few arguments get the same
+/// error on every server. Set when the module loads.
+static CHECK_ARITY: AtomicBool = AtomicBool::new(false);
+
+pub fn check_arity(check: bool) {
+    CHECK_ARITY.store(check, Ordering::Relaxed);
+}
+
+/// Whether `argc` arguments (the name included) fit `arity`, as the server
+/// reads it: exactly `arity`, or at least `-arity` when negative.
+fn arity_fits(arity: i32, argc: c_int) -> bool {
+    if arity < 0 {
+        argc >= -arity
+    } else {
+        argc == arity
+    }
+}
+
 /// Arguments read in place without allocating, up to this many.
 const INLINE_ARGS: usize = 16;
 
@@ -68,6 +89,11 @@ unsafe fn run(
     argc: c_int,
 ) {
     let result = catch_unwind(AssertUnwindSafe(|| {
+        if CHECK_ARITY.load(Ordering::Relaxed) && !arity_fits(row.arity(), argc) {
+            let command = row.command.name;
+            answer(row, api, ctx, Err(CommandError::WrongArity { command }));
+            return;
+        }
         let argv: &[*mut raw::RedisModuleString] = match usize::try_from(argc) {
             // SAFETY: argv holds argc string pointers for the whole command.
             Ok(len) if len > 0 && !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, len) },
@@ -189,4 +215,20 @@ unsafe fn reply_error(api: &Api, ctx: *mut raw::RedisModuleCtx, error: &CommandE
     let message = CString::new(error.to_string()).unwrap_or_else(|_| CString::from(c"ERR invalid request"));
     // SAFETY: the caller's contract; the server copies the message.
     unsafe { (api.reply_with_error)(ctx, message.as_ptr()) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arity_is_read_as_the_server_reads_it() {
+        // At least five (CL.THROTTLE's -5), exactly three (RL.RELEASE's 3).
+        assert!(!arity_fits(-5, 4));
+        assert!(arity_fits(-5, 5));
+        assert!(arity_fits(-5, 9));
+        assert!(!arity_fits(3, 2));
+        assert!(arity_fits(3, 3));
+        assert!(!arity_fits(3, 4));
+    }
 }

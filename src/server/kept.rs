@@ -266,7 +266,7 @@ extern "C" fn data_discarded(
             // SAFETY: the server passes a RedisModuleFlushInfo with this
             // event, valid for the callback.
             let sync =
-                unsafe { data.cast::<raw::RedisModuleFlushInfo>().as_ref() }.map_or(true, |f| f.sync != 0);
+                unsafe { data.cast::<raw::RedisModuleFlushInfo>().as_ref() }.is_none_or(|f| f.sync != 0);
             if !sync {
                 VALUE.clear();
             }
@@ -285,26 +285,52 @@ extern "C" fn data_discarded(
 /// Decide sharing from the server's settings now, and again whenever a
 /// `CONFIG SET` changes them or the server changes role (a replica ignores
 /// `maxmemory` by default; promoted, it applies it). Called from OnLoad.
-pub fn follow_server_settings(ctx: *mut raw::RedisModuleCtx) -> bool {
+/// A server without one of these events (Redis 6.x has neither the CONFIG
+/// nor the REPL_ASYNC_LOAD event) still serves every command: new keys then
+/// share no value at all, and the sentence returned says so for the log.
+pub fn follow_server_settings(ctx: *mut raw::RedisModuleCtx) -> Option<String> {
     apply_server_settings(ctx);
     type Callback = extern "C" fn(*mut raw::RedisModuleCtx, raw::RedisModuleEvent, u64, *mut c_void);
-    let events: [(u64, Callback); 4] = [
-        (raw::REDISMODULE_EVENT_CONFIG, settings_changed),
-        (raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED, settings_changed),
-        (raw::REDISMODULE_EVENT_FLUSHDB, data_discarded),
-        (raw::REDISMODULE_EVENT_REPL_ASYNC_LOAD, data_discarded),
+    let events: [(u64, &str, Callback); 4] = [
+        (raw::REDISMODULE_EVENT_CONFIG, "CONFIG", settings_changed),
+        (
+            raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
+            "REPLICATION_ROLE_CHANGED",
+            settings_changed,
+        ),
+        (raw::REDISMODULE_EVENT_FLUSHDB, "FLUSHDB", data_discarded),
+        (
+            raw::REDISMODULE_EVENT_REPL_ASYNC_LOAD,
+            "REPL_ASYNC_LOAD",
+            data_discarded,
+        ),
     ];
-    // SAFETY: OnLoad's context; the callbacks live as long as the module.
-    let subscribed = events.map(|(id, callback)| unsafe {
-        raw::RedisModule_SubscribeToServerEvent.is_some_and(|subscribe| {
-            subscribe(ctx, raw::RedisModuleEvent { id, dataver: 1 }, Some(callback))
-                == raw::REDISMODULE_OK as c_int
-        })
-    });
-    // A server that cannot tell the module about data freed in the
-    // background gets no shared values at all.
-    if !(subscribed[2] && subscribed[3]) {
-        ASYNC_LOADING.store(true, Ordering::Relaxed);
+    let subscribe = |id: u64, callback: Callback| {
+        // SAFETY: OnLoad's context; the callbacks live as long as the
+        // module. A server without the event answers an error.
+        unsafe {
+            raw::RedisModule_SubscribeToServerEvent.is_some_and(|subscribe| {
+                subscribe(ctx, raw::RedisModuleEvent { id, dataver: 1 }, Some(callback))
+                    == raw::REDISMODULE_OK as c_int
+            })
+        }
+    };
+    let missing: Vec<&str> = events
+        .iter()
+        .filter(|&&(id, _, callback)| !subscribe(id, callback))
+        .map(|&(_, name, _)| name)
+        .collect();
+    if missing.is_empty() {
+        return None;
     }
-    subscribed[0] && subscribed[1]
+    // Without every event, the module could miss a change that makes a
+    // shared value unsafe (data freed in the background) or wrong (an
+    // eviction policy set later): it shares none.
+    ASYNC_LOADING.store(true, Ordering::Relaxed);
+    VALUE.clear();
+    Some(format!(
+        "ratelimit: this server has no {} event{}: new limiters keep a value each rather than share their first state (commands are not affected)",
+        missing.join(", "),
+        if missing.len() == 1 { "" } else { "s" }
+    ))
 }

@@ -3,7 +3,7 @@
 //! absolute expiry, and `Replicate` of the effect.
 
 use super::api::Api;
-use super::{clock, kept};
+use super::kept;
 use crate::error::CommandError;
 use crate::store::{Content, Key, Keyspace, Patches, Write};
 use redis_module::raw;
@@ -11,8 +11,20 @@ use std::ffi::CStr;
 use std::marker::PhantomData;
 use std::os::raw::{c_char, c_int, c_longlong};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 const OK: c_int = raw::REDISMODULE_OK as c_int;
+
+/// Whether the server's `SET` takes `PXAT` (Redis 6.2+, Valkey), decided
+/// once when the module loads: a write replicates as `SET .. PXAT`, else as
+/// `SET` then `PEXPIREAT`.
+static SET_PXAT: AtomicBool = AtomicBool::new(true);
+
+/// Choose how writes replicate, from the server's version. Called from
+/// OnLoad.
+pub fn replicate_with_pxat(pxat: bool) {
+    SET_PXAT.store(pxat, Ordering::Relaxed);
+}
 
 /// `len` bytes at `ptr`, owned by the server (empty for a null pointer or a
 /// zero length, where `from_raw_parts` would not be allowed).
@@ -288,7 +300,9 @@ impl ServerKey<'_> {
         let Some(value) = self.writable() else {
             return;
         };
-        if Write::replicated_whole(value.len()) {
+        // Whole only where `SET` takes `PXAT`: on Redis 6.0 the whole value
+        // would take a `SET` and a `PEXPIREAT`, longer than the patches.
+        if SET_PXAT.load(Ordering::Relaxed) && Write::replicated_whole(value.len()) {
             let mut whole = [0u8; crate::store::WHOLE_VALUE_MAX];
             let whole = &mut whole[..value.len()];
             whole.copy_from_slice(value);
@@ -322,17 +336,7 @@ impl ServerKey<'_> {
             }
         }
         self.warn_unless_ok(status, "Replicate SETRANGE");
-        // SAFETY: as above.
-        let status = unsafe {
-            (self.api.replicate)(
-                self.ctx,
-                c"PEXPIREAT".as_ptr(),
-                c"sl".as_ptr(),
-                self.name,
-                expire_at_ms,
-            )
-        };
-        self.warn_unless_ok(status, "Replicate PEXPIREAT");
+        self.replicate_pexpireat(expire_at_ms);
         self.notify_written(c"setrange");
     }
 
@@ -371,24 +375,50 @@ impl ServerKey<'_> {
     /// Set the key's absolute expiry (or, on a server without that API, the
     /// equivalent relative one).
     fn set_expiry(&self, expire_at_ms: c_longlong) {
-        // SAFETY: the key is open for writing and holds a value.
-        let status = unsafe {
-            match self.api.set_abs_expire {
-                Some(set_abs) => set_abs(self.key.as_ptr(), expire_at_ms),
-                None => {
-                    let now = c_longlong::try_from(clock::now_millis()).unwrap_or(0);
-                    (self.api.set_expire)(self.key.as_ptr(), expire_at_ms.saturating_sub(now).max(1))
-                }
-            }
+        let Some(set_abs) = self.api.set_abs_expire else {
+            self.set_relative_expiry(expire_at_ms);
+            return;
         };
+        // SAFETY: the key is open for writing and holds a value.
+        let status = unsafe { set_abs(self.key.as_ptr(), expire_at_ms) };
         self.warn_unless_ok(status, "SetAbsExpire");
+    }
+
+    /// Redis 6.0 sets an expiry only relative to its clock, which
+    /// `SetExpire` reads itself: `now + ttl`. The module reads the same clock
+    /// (`Milliseconds`) just before and just after: when both read the same
+    /// millisecond, so did `SetExpire`, and the key expires at exactly
+    /// `expire_at_ms`, the instant its replicas and the AOF get. If the
+    /// millisecond turned meanwhile, it is set again (a few tries: each
+    /// takes well under a microsecond).
+    fn set_relative_expiry(&self, expire_at_ms: c_longlong) {
+        let mut status = OK;
+        for _ in 0..4 {
+            // SAFETY: a plain read of the server's clock; the key is open
+            // for writing and holds a value.
+            let (before, after) = unsafe {
+                let before = (self.api.milliseconds)();
+                status = (self.api.set_expire)(self.key.as_ptr(), expire_at_ms.saturating_sub(before).max(1));
+                (before, (self.api.milliseconds)())
+            };
+            if before == after {
+                break;
+            }
+        }
+        self.warn_unless_ok(status, "SetExpire");
     }
 
     /// Replicate `SET key value PXAT expire_at_ms`. Every string the server
     /// would otherwise build is passed ready-made where one exists: the key
     /// (the command's argument), the value when it is the object just
-    /// stored, `PXAT` and the expiry (see [`kept`]).
+    /// stored, `PXAT` and the expiry (see [`kept`]). On Redis 6.0, whose
+    /// `SET` has no `PXAT`, `SET key value` then `PEXPIREAT key
+    /// expire_at_ms` (the server wraps a command's effects in one `MULTI`).
     fn replicate_set(&self, value: Value<'_>, expire_at_ms: c_longlong) {
+        if !SET_PXAT.load(Ordering::Relaxed) {
+            self.replicate_set_then_expire(value, expire_at_ms);
+            return;
+        }
         let (pxat, expiry) = (kept::pxat(), kept::expiry(expire_at_ms));
         // SAFETY: ctx and name are live; each format matches its arguments
         // (`s` a string object, `b` a pointer and a length, `c` a C string,
@@ -437,6 +467,46 @@ impl ServerKey<'_> {
             }
         };
         self.warn_unless_ok(status, "Replicate SET");
+    }
+
+    /// `SET key value`, then `PEXPIREAT key expire_at_ms`, for a server
+    /// whose `SET` has no `PXAT`.
+    fn replicate_set_then_expire(&self, value: Value<'_>, expire_at_ms: c_longlong) {
+        // SAFETY: ctx and name are live; each format matches its arguments
+        // (`s` a string object, `b` a pointer and a length).
+        let status = unsafe {
+            match value {
+                Value::Object(object) => {
+                    (self.api.replicate)(self.ctx, c"SET".as_ptr(), c"ss".as_ptr(), self.name, object)
+                }
+                Value::Bytes(bytes) => (self.api.replicate)(
+                    self.ctx,
+                    c"SET".as_ptr(),
+                    c"sb".as_ptr(),
+                    self.name,
+                    bytes.as_ptr().cast::<c_char>(),
+                    bytes.len(),
+                ),
+            }
+        };
+        self.warn_unless_ok(status, "Replicate SET");
+        self.replicate_pexpireat(expire_at_ms);
+    }
+
+    /// `PEXPIREAT key expire_at_ms`.
+    fn replicate_pexpireat(&self, expire_at_ms: c_longlong) {
+        // SAFETY: ctx and name are live; the format matches the arguments
+        // (`s` a string object, `l` a long long).
+        let status = unsafe {
+            (self.api.replicate)(
+                self.ctx,
+                c"PEXPIREAT".as_ptr(),
+                c"sl".as_ptr(),
+                self.name,
+                expire_at_ms,
+            )
+        };
+        self.warn_unless_ok(status, "Replicate PEXPIREAT");
     }
 
     /// Emit the keyspace events of the commands a write replicated, as those

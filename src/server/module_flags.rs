@@ -18,8 +18,8 @@
 //! atomic slot migration option `1 << 5`, which Redis does not define the
 //! same way, so that one is declared only to Valkey 9 or newer.
 
+use super::version::Server;
 use redis_module::{raw, Context};
-use std::ffi::CStr;
 use std::os::raw::c_int;
 
 /// `REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED` (Redis 6.2+, Valkey):
@@ -31,20 +31,6 @@ const NO_IMPLICIT_SIGNAL_MODIFIED: c_int = 1 << 1;
 const HANDLE_REPL_ASYNC_LOAD: c_int = 1 << 2;
 /// `VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION` (Valkey 9.0+).
 const HANDLE_ATOMIC_SLOT_MIGRATION: c_int = 1 << 5;
-
-/// What the module needs to know of the server to choose its options.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Server {
-    valkey: bool,
-    version: (u32, u32, u32),
-}
-
-impl Server {
-    fn name(&self) -> String {
-        let (a, b, c) = self.version;
-        format!("{} {a}.{b}.{c}", if self.valkey { "Valkey" } else { "Redis" })
-    }
-}
 
 /// The options to declare: their bits, their names, and a sentence for each
 /// one left out.
@@ -67,10 +53,23 @@ fn choose(server: Option<Server>, known: Option<c_int>) -> Choice {
         )),
         None => Err("the server could not be identified".to_string()),
     };
+    // Every server that has an option defines its bit alike, but Redis 6.x
+    // lacks some: a bit it does not know is not declared to it.
+    let since = |has: fn(&Server) -> bool, version: &str| match server {
+        Some(s) if !has(&s) => Err(format!("{} has no such option (Redis {version}+)", s.name())),
+        _ => Ok(()),
+    };
     let wanted = [
-        (NO_IMPLICIT_SIGNAL_MODIFIED, "NO_IMPLICIT_SIGNAL_MODIFIED", Ok(())),
-        // Every supported server (Redis 7.0+, Valkey) defines this bit alike.
-        (HANDLE_REPL_ASYNC_LOAD, "HANDLE_REPL_ASYNC_LOAD", Ok(())),
+        (
+            NO_IMPLICIT_SIGNAL_MODIFIED,
+            "NO_IMPLICIT_SIGNAL_MODIFIED",
+            since(Server::has_no_implicit_signal_modified, "6.2"),
+        ),
+        (
+            HANDLE_REPL_ASYNC_LOAD,
+            "HANDLE_REPL_ASYNC_LOAD",
+            since(Server::has_repl_async_load, "7.0"),
+        ),
         (
             HANDLE_ATOMIC_SLOT_MIGRATION,
             "HANDLE_ATOMIC_SLOT_MIGRATION",
@@ -98,84 +97,9 @@ fn choose(server: Option<Server>, known: Option<c_int>) -> Choice {
     choice
 }
 
-/// `major.minor.patch` (missing or unreadable parts 0); `None` if there is
-/// no major number.
-fn parse_version(text: &str) -> Option<(u32, u32, u32)> {
-    let mut parts = text.trim().split('.');
-    let major = parts.next()?.parse().ok()?;
-    let mut next = || parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    Some((major, next(), next()))
-}
-
-/// Which server this is: Valkey says so in `INFO server` (`server_name`,
-/// `valkey_version`; its `redis_version` is a fixed 7.2.4 for clients that
-/// check it). Redis's version comes from `GetServerVersion` (Redis 7.0+),
-/// else from `redis_version`. `None` when the server answers neither.
-fn identify(ctx: &Context) -> Option<Server> {
-    let (name, valkey_version, redis_version) = info_server(ctx)?;
-    if name.as_deref() == Some("valkey") {
-        let version = parse_version(valkey_version.as_deref()?)?;
-        return Some(Server {
-            valkey: true,
-            version,
-        });
-    }
-    // SAFETY: RedisModule_Init filled the table before OnLoad; the function
-    // takes no argument and returns an integer.
-    let packed = unsafe { raw::RedisModule_GetServerVersion.map(|get| get()) };
-    let version = match packed {
-        Some(v) if v > 0 => {
-            let byte = |shift: u32| ((v >> shift) & 0xff) as u32;
-            (byte(16), byte(8), byte(0))
-        }
-        _ => parse_version(redis_version.as_deref()?)?,
-    };
-    Some(Server {
-        valkey: false,
-        version,
-    })
-}
-
-/// `server_name`, `valkey_version` and `redis_version` of `INFO server`,
-/// each `None` when absent; `None` without the server-info API.
-fn info_server(ctx: &Context) -> Option<(Option<String>, Option<String>, Option<String>)> {
-    // SAFETY: RedisModule_Init filled the table before OnLoad and nothing
-    // writes it afterwards; reading it copies function pointers.
-    let (get, field, free) = unsafe {
-        (
-            raw::RedisModule_GetServerInfo?,
-            raw::RedisModule_ServerInfoGetFieldC?,
-            raw::RedisModule_FreeServerInfo?,
-        )
-    };
-    // SAFETY: OnLoad's context and a NUL-terminated section name; the
-    // server returns its own copy of the section, freed below.
-    let info = unsafe { get(ctx.ctx, c"server".as_ptr()) };
-    if info.is_null() {
-        return None;
-    }
-    let read = |name: &CStr| {
-        // SAFETY: `info` is live until freed below; the field's text, when
-        // there is one, is a NUL-terminated string owned by `info`, copied
-        // here before it is freed.
-        unsafe {
-            let text = field(info, name.as_ptr());
-            (!text.is_null()).then(|| CStr::from_ptr(text).to_string_lossy().into_owned())
-        }
-    };
-    let fields = (
-        read(c"server_name"),
-        read(c"valkey_version"),
-        read(c"redis_version"),
-    );
-    // SAFETY: `info` came from GetServerInfo on this context and is freed
-    // once; nothing read from it is used afterwards.
-    unsafe { free(ctx.ctx, info) };
-    Some(fields)
-}
-
-/// Declare the module's options, and log which and why.
-pub fn declare(ctx: &Context) {
+/// Declare the module's options to `server` (as [`super::version::identify`]
+/// found it), and log which and why.
+pub fn declare(ctx: &Context, server: Option<Server>) {
     // SAFETY: RedisModule_Init filled the table before OnLoad; reading it
     // copies function pointers.
     let (set_options, options_all) = unsafe {
@@ -188,7 +112,6 @@ pub fn declare(ctx: &Context) {
         ctx.log_warning("ratelimit: the server has no SetModuleOptions; no module option declared");
         return;
     };
-    let server = identify(ctx);
     // SAFETY: a function of no argument that returns the server's option bits.
     let known = options_all.map(|all| unsafe { all() });
     let choice = choose(server, known);
@@ -200,7 +123,11 @@ pub fn declare(ctx: &Context) {
         "ratelimit: module options {} ({:#x}) on {on}{knows}: every limiter is a plain string key \
          whose writes replicate as their effects, with no module type and nothing kept outside the \
          keyspace",
-        choice.names.join("|"),
+        if choice.names.is_empty() {
+            "none".to_string()
+        } else {
+            choice.names.join("|")
+        },
         choice.bits
     ));
     for note in &choice.left_out {
@@ -237,6 +164,23 @@ mod tests {
     }
 
     #[test]
+    fn redis_6_gets_only_the_options_it_has() {
+        let choice = choose(server(false, (6, 0, 9)), None);
+        assert_eq!((choice.bits, choice.names.len()), (0, 0));
+        assert_eq!(
+            choice.left_out,
+            [
+                "NO_IMPLICIT_SIGNAL_MODIFIED: Redis 6.0.9 has no such option (Redis 6.2+)",
+                "HANDLE_REPL_ASYNC_LOAD: Redis 6.0.9 has no such option (Redis 7.0+)",
+                "HANDLE_ATOMIC_SLOT_MIGRATION: a Valkey 9 option, whose bit Redis 6.0.9 does not define alike",
+            ]
+        );
+        let choice = choose(server(false, (6, 2, 14)), None);
+        assert_eq!(choice.bits, NO_IMPLICIT_SIGNAL_MODIFIED);
+        assert_eq!(choice.names, ["NO_IMPLICIT_SIGNAL_MODIFIED"]);
+    }
+
+    #[test]
     fn an_option_the_server_does_not_know_is_left_out() {
         let known = NO_IMPLICIT_SIGNAL_MODIFIED | HANDLE_REPL_ASYNC_LOAD | (1 << 3) | (1 << 4);
         let choice = choose(server(true, (9, 0, 0)), Some(known));
@@ -244,16 +188,5 @@ mod tests {
         assert!(choice.left_out[0].starts_with("HANDLE_ATOMIC_SLOT_MIGRATION"));
         let choice = choose(server(true, (9, 1, 2)), Some((1 << 6) - 1));
         assert_eq!(choice.bits, 0x26);
-    }
-
-    #[test]
-    fn versions_parse_as_the_servers_write_them() {
-        assert_eq!(parse_version("9.1.2"), Some((9, 1, 2)));
-        assert_eq!(parse_version("8.1.8\r"), Some((8, 1, 8)));
-        assert_eq!(parse_version("255.255.255"), Some((255, 255, 255)));
-        assert_eq!(parse_version("9.0"), Some((9, 0, 0)));
-        assert_eq!(parse_version("9.0.0-rc1"), Some((9, 0, 0)));
-        assert_eq!(parse_version(""), None);
-        assert_eq!(parse_version("x.1"), None);
     }
 }

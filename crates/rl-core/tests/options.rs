@@ -477,8 +477,7 @@ impl LogModel {
 
     fn log_at(&mut self, at: u64, q: u64) {
         let split = self.log.partition_point(|&t| t <= at);
-        self.log
-            .splice(split..split, std::iter::repeat(at).take(q as usize));
+        self.log.splice(split..split, std::iter::repeat_n(at, q as usize));
     }
 
     /// A query's answer at `now`.

@@ -113,7 +113,7 @@ impl Model for LogModel {
         let live = self.live(now);
         let allowed = live + q <= self.limit;
         if allowed {
-            self.log.extend(std::iter::repeat(now).take(q as usize));
+            self.log.extend(std::iter::repeat_n(now, q as usize));
         }
         (allowed, self.limit - self.live(now))
     }
