@@ -1906,7 +1906,10 @@ local function limit_of(alg, args, from, req, key)
   return { alg = alg, lim = lim, key = key, bytes = bytes, frame = frame, state = state }
 end
 
-local function one_key(keys, fname)
+-- The key of a single-key function: none is the module command without
+-- its key (wrong number of arguments), more than one an error of FCALL's.
+local function one_key(keys, fname, command)
+  if #keys == 0 then arity_error(command) end
   if #keys ~= 1 then
     fail(fmt('ERR %s takes exactly one key (FCALL %s 1 key ...), got numkeys %d', fname, fname, #keys))
   end
@@ -1920,7 +1923,7 @@ end
 
 local function rate_command(alg, fname)
   return function(keys, args)
-    local key = one_key(keys, fname)
+    local key = one_key(keys, fname, alg.name)
     local n = #alg.params
     if #args < n then arity_error(alg.name) end
     local req = options(alg.name, args, n + 1, RATE_OPTIONS)
@@ -2104,7 +2107,7 @@ local function write_leases(key, view, bytes, update)
 end
 
 local function concurrency_command(keys, args)
-  local key = one_key(keys, 'rl_concurrency')
+  local key = one_key(keys, 'rl_concurrency', 'rl.concurrency')
   if #args < 2 then arity_error('rl.concurrency') end
   local req = options('rl.concurrency', args, 3, LEASE_OPTIONS)
   local limit = capped(args[1], 'limit', 'concurrency_max_limit')
@@ -2122,7 +2125,7 @@ local function concurrency_command(keys, args)
 end
 
 local function release_command(keys, args)
-  local key = one_key(keys, 'rl_release')
+  local key = one_key(keys, 'rl_release', 'rl.release')
   if #args ~= 1 then arity_error('rl.release') end
   local id = lease_id(args[1])
   local view, bytes = read_leases(key)
@@ -2134,7 +2137,7 @@ local function release_command(keys, args)
 end
 
 local function renew_command(keys, args)
-  local key = one_key(keys, 'rl_renew')
+  local key = one_key(keys, 'rl_renew', 'rl.renew')
   if #args < 2 then arity_error('rl.renew') end
   local unit = 1000000
   for i = 3, #args do

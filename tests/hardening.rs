@@ -418,7 +418,7 @@ fn random_arguments_never_crash_or_corrupt() {
             pipe.cmd("MULTI");
             pipe.cmd("DUMP").arg(&key);
             pipe.cmd("PEXPIRETIME").arg(&key);
-            let mut call = redis::cmd(sample.name);
+            let mut call = common::command(sample.name);
             for a in &args {
                 call.arg(&a[..]);
             }
@@ -574,7 +574,7 @@ fn corrupt_states_are_reported_and_kept() {
                 .query::<()>(&mut c)
                 .unwrap();
             let before = snapshot(&mut c, "victim");
-            let mut call = redis::cmd(name);
+            let mut call = common::command(name);
             call.arg("victim").arg(*params);
             match call.query::<Value>(&mut c) {
                 Err(e) => {
