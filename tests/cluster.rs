@@ -153,7 +153,10 @@ fn every_command_routes_and_runs_in_a_cluster() {
     let mut direct = nodes[0].client();
     for &(name, params) in &commands {
         let mut getkeys = redis::cmd("COMMAND");
-        getkeys.arg("GETKEYS").arg(name).arg("some:key").arg(params);
+        getkeys
+            .arg("GETKEYS")
+            .arg(common::translate(&[name, "some:key"]))
+            .arg(params);
         let keys: Vec<String> = getkeys.query(&mut direct).unwrap();
         assert_eq!(keys, vec!["some:key".to_string()], "{name}");
     }
@@ -222,9 +225,7 @@ fn every_command_routes_and_runs_in_a_cluster() {
         assert_eq!(e.code(), Some("CROSSSLOT"), "{e:?}");
     }
     // COMMAND GETKEYS lists every key of RL.ALL.
-    let keys: Vec<String> = cmd(&[
-        "COMMAND",
-        "GETKEYS",
+    let all = common::translate(&[
         "RL.ALL",
         "3",
         "k1",
@@ -240,9 +241,10 @@ fn every_command_routes_and_runs_in_a_cluster() {
         "SLIDING_LOG",
         "1",
         "1",
-    ])
-    .query(&mut direct)
-    .unwrap();
+    ]);
+    let mut getkeys = redis::cmd("COMMAND");
+    getkeys.arg("GETKEYS").arg(all);
+    let keys: Vec<String> = getkeys.query(&mut direct).unwrap();
     assert_eq!(keys, ["k1", "k2", "k3"]);
 
     // Leases on keys in many slots: each taken, refused at the limit,
@@ -264,7 +266,12 @@ fn every_command_routes_and_runs_in_a_cluster() {
         let refused: Vec<i64> = take().query(&mut c).unwrap();
         assert_eq!(refused, [1, 2, 0, 3600, 3600, 0], "{key}");
         let renew = |id: i64, c: &mut redis::cluster::ClusterConnection| -> i64 {
-            common::command("RL.RENEW").arg(&key).arg(id).arg(60).query(c).unwrap()
+            common::command("RL.RENEW")
+                .arg(&key)
+                .arg(id)
+                .arg(60)
+                .query(c)
+                .unwrap()
         };
         let release = |id: i64, c: &mut redis::cluster::ClusterConnection| -> i64 {
             common::command("RL.RELEASE").arg(&key).arg(id).query(c).unwrap()
@@ -287,9 +294,9 @@ fn every_command_routes_and_runs_in_a_cluster() {
         &["RL.RELEASE", "jobs:x", "7"],
         &["RL.RENEW", "jobs:x", "7", "60"],
     ] {
-        let mut getkeys = vec!["COMMAND", "GETKEYS"];
-        getkeys.extend_from_slice(args);
-        let keys: Vec<String> = cmd(&getkeys).query(&mut direct).unwrap();
+        let mut getkeys = redis::cmd("COMMAND");
+        getkeys.arg("GETKEYS").arg(common::translate(args));
+        let keys: Vec<String> = getkeys.query(&mut direct).unwrap();
         assert_eq!(keys, ["jobs:x"], "{args:?}");
     }
 }

@@ -47,10 +47,16 @@ fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
                             // one, or a new lease of `q` units.
                             match leases.pop() {
                                 Some((key, lease)) if (x >> 53) % 3 == 0 => {
-                                    pipe.add_command(common::command("RL.RELEASE")).arg(key).arg(lease);
+                                    pipe.add_command(common::command("RL.RELEASE"))
+                                        .arg(key)
+                                        .arg(lease);
                                 }
                                 Some((key, lease)) if (x >> 53) % 3 == 1 => {
-                                    pipe.add_command(common::command("RL.RENEW")).arg(key).arg(lease).arg(&w).arg("MS");
+                                    pipe.add_command(common::command("RL.RENEW"))
+                                        .arg(key)
+                                        .arg(lease)
+                                        .arg(&w)
+                                        .arg("MS");
                                 }
                                 _ => {
                                     let lease_key = format!("{key}:leases");
@@ -85,7 +91,7 @@ fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
                         }
                         // Ten units at once, ten more per window; now and
                         // then a refund of some.
-                        pipe.cmd(command.name)
+                        pipe.add_command(common::command(command.name))
                             .arg(format!("{key}:{}", command.name))
                             .arg(command.rate(10, &w))
                             .arg(&q)

@@ -94,9 +94,17 @@ pub fn load_edition(con: &mut redis::Connection) {
             let mut shas = std::collections::HashMap::new();
             for entry in std::fs::read_dir(&dir).expect("functions/scripts") {
                 let path = entry.expect("a script").path();
-                let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+                let name = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or_default()
+                    .to_string();
                 let body = std::fs::read_to_string(&path).expect("a script's text");
-                let sha: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(con).expect("SCRIPT LOAD");
+                let sha: String = redis::cmd("SCRIPT")
+                    .arg("LOAD")
+                    .arg(body)
+                    .query(con)
+                    .expect("SCRIPT LOAD");
                 shas.insert(name, sha);
             }
             let _ = SHAS.set(shas);
@@ -340,6 +348,34 @@ pub fn aof_commands(aof: &[u8]) -> String {
         return text.replace(&library_source().to_lowercase(), "");
     }
     text
+}
+
+/// The hint of the error for a number past a setting's cap: how that
+/// edition raises it.
+pub fn raises_the_cap(setting: &str, ceiling: u64) -> String {
+    match edition() {
+        Edition::Module => format!("(CONFIG SET ratelimit.{setting} raises the cap, up to {ceiling})"),
+        _ => format!("(the {setting} setting at the top of the library raises the cap, up to {ceiling})"),
+    }
+}
+
+/// A module error text as the edition under test words it: the hint of a
+/// capped number names the library's settings table instead of `CONFIG
+/// SET`.
+pub fn in_edition(expected: &str) -> String {
+    let mut out = expected.to_string();
+    for setting in ["sliding_log_max_limit", "concurrency_max_limit"] {
+        let module = raises_the_cap(setting, 1_000_000);
+        let ours = match edition() {
+            Edition::Module => module.clone(),
+            _ => format!("(the {setting} setting at the top of the library raises the cap, up to 1000000)"),
+        };
+        out = out.replace(
+            &format!("(CONFIG SET ratelimit.{setting} raises the cap, up to 1000000)"),
+            &ours,
+        );
+    }
+    out
 }
 
 /// Options that make every write reach the AOF before the reply.
