@@ -1669,8 +1669,9 @@ local function block_plan(frame, ends, ms)
   return set_plan(block_header(ends) .. frame.body, ms)
 end
 
--- SET with an absolute expiry (the generated scripts for servers before 6.2,
--- which have no PXAT, use SET and PEXPIREAT).
+-- SET with an absolute expiry. (The generated scripts, which also run on
+-- Redis 6.0, a server without PXAT, write SET then PEXPIREAT there: see
+-- functions/generate.py.)
 local function set_at(key, value, ms)
   call('SET', key, value, 'PXAT', ms)
 end
@@ -2153,7 +2154,8 @@ local function renew_command(keys, args)
 end
 
 -------------------------------------------------------------------------------
--- Registration
+-- Registration (functions/generate.py turns each registration below into a
+-- standalone script for EVALSHA: keep one per statement)
 
 -- Every function runs behind this: the libraries bound on first use, a
 -- refusal answered as the module words it, and any other failure as an
@@ -2168,6 +2170,12 @@ local function guarded(body)
     if ok then return result end
     if getmetatable(result) == Failure then return redis.error_reply(result.message) end
     if type(result) == 'table' and result.err then return result end
+    -- A server's refusal of a write (out of memory, a read-only replica),
+    -- raised as text by scripts on older servers: its own words.
+    if type(result) == 'string' then
+      local refusal = result:match('OOM command not allowed.*') or result:match('READONLY .*')
+      if refusal then return redis.error_reply((refusal:gsub('%s*script: .*$', ''))) end
+    end
     return redis.error_reply('ERR internal error in the ratelimit library (the request was not applied)')
   end
 end

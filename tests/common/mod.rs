@@ -237,8 +237,9 @@ impl Server {
         if !server.wait_ready() {
             return None;
         }
-        // A replica has the master's library by replication.
-        if with_module && !extra.contains(&"--replicaof") {
+        // A replica has the master's library by replication (and a
+        // replica promoted later needs the scripts in its own cache).
+        if with_module && (edition() == Edition::Scripts || !extra.contains(&"--replicaof")) {
             load_edition(&mut server.client());
         }
         Some(server)
