@@ -61,11 +61,13 @@ local TWO53 = 9007199254740992
 
 -- Standard library functions, bound on the first call (see the header).
 local floor, fmt, sub, byte, char, rep, find, lower, upper, concat, pack, unpack, sort, call, pcall_r
+local set_repl, REPL_NONE, REPL_ALL
 local function bind()
   floor, fmt, sub, byte, char, rep, find = math.floor, string.format, string.sub, string.byte, string.char, string.rep, string.find
   lower, upper, concat, sort = string.lower, string.upper, table.concat, table.sort
   pack, unpack = struct.pack, struct.unpack
   call, pcall_r = redis.call, redis.pcall
+  set_repl, REPL_NONE, REPL_ALL = redis.set_repl, redis.REPL_NONE, redis.REPL_ALL
 end
 
 local function max(a, b) if a > b then return a end return b end
@@ -1683,18 +1685,26 @@ local function set_at(key, value, ms)
   end
 end
 
--- Apply a plan to `key`, whose value is `stored`. A patched value of at
--- most 64 bytes, or one to be compacted, is written whole (as the module
--- replicates it); a longer one by SETRANGE, so that it stays in place.
+-- Apply a plan to `key`, whose value is `stored`, with the effects the
+-- module replicates: a patched value of at most 64 bytes written whole, a
+-- longer one by SETRANGE (in place, O(patch) to replicate). A value to be
+-- compacted (grown by appends: SETRANGE leaves it the room it grew by, up
+-- to as much again) is then set at its exact size here only, as the module
+-- compacts it without replicating more than the patch.
 local function apply(key, plan, stored)
   if plan.kind == 'set' then
     set_at(key, plan.value, plan.ms)
   elseif plan.kind == 'patch' then
-    if plan.compact or plan.new_len <= WHOLE_VALUE_MAX then
+    if plan.new_len <= WHOLE_VALUE_MAX then
       set_at(key, patched(stored or '', plan.new_len, plan.patches), plan.ms)
     else
       for i = 1, #plan.patches do call('SETRANGE', key, plan.patches[i][1], plan.patches[i][2]) end
       call('PEXPIREAT', key, plan.ms)
+      if plan.compact then
+        set_repl(REPL_NONE)
+        call('SET', key, patched(stored or '', plan.new_len, plan.patches), 'KEEPTTL')
+        set_repl(REPL_ALL)
+      end
     end
   else
     call('DEL', key)
@@ -2030,7 +2040,10 @@ local function all_command(keys, args)
     at = at + 1 + #alg.params
   end
   local req = options('rl.all', args, at, RATE_OPTIONS)
-  local limits = {}
+  -- Each limit read and judged in turn, as the module does: an error names
+  -- the first limit that has one.
+  local now = clock()
+  local limits, refused = {}, false
   for i = 1, n do
     local ok, e = pcall(limit_of, specs[i].alg, args, specs[i].from, req, keys[i])
     if not ok then
@@ -2040,12 +2053,8 @@ local function all_command(keys, args)
       error(e, 0)
     end
     limits[i] = e
-  end
-  local now = clock()
-  local refused = false
-  for i = 1, n do
-    decide(limits[i], req, nil, now)
-    if limits[i].d.blocked then refused = true end
+    decide(e, req, nil, now)
+    if e.d.blocked then refused = true end
   end
   -- Every limit allows: a reservation is recorded by all at the latest of
   -- their earliest instants, a partial grant by all for the least grant;

@@ -14,6 +14,8 @@
 //!   return; }`.
 #![allow(dead_code)]
 
+pub mod editions;
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -125,7 +127,7 @@ pub fn translate(args: &[&str]) -> Vec<String> {
         return plain();
     };
     let mut out: Vec<String> = match edition {
-        Edition::Functions => vec!["FCALL".into(), function.clone()],
+        Edition::Functions => return as_function(args),
         _ => {
             let sha = SHAS
                 .get()
@@ -136,6 +138,21 @@ pub fn translate(args: &[&str]) -> Vec<String> {
     };
     if function != "rl_all" {
         // One key, when the command names one (RL.ALL names its numkeys).
+        out.push(if args.len() > 1 { "1" } else { "0" }.into());
+    }
+    out.extend(args[1..].iter().map(|a| a.to_string()));
+    out
+}
+
+/// `args` (a module command) as a call of the library's function, whatever
+/// the edition under test: `FCALL rl_gcra 1 key ...`, `FCALL rl_all
+/// numkeys key... ...`; as they are when the command is not the module's.
+pub fn as_function(args: &[&str]) -> Vec<String> {
+    let Some(function) = args.first().and_then(|name| function_of(name)) else {
+        return args.iter().map(|a| a.to_string()).collect();
+    };
+    let mut out = vec!["FCALL".to_string(), function.clone()];
+    if function != "rl_all" {
         out.push(if args.len() > 1 { "1" } else { "0" }.into());
     }
     out.extend(args[1..].iter().map(|a| a.to_string()));

@@ -1,0 +1,529 @@
+//! The functions edition beside the module, on one server (see
+//! `common::editions`): the same random calls in step, every reply and
+//! every byte compared; every error path driven on both with the same
+//! inputs; the library's shadow switch; its exact arithmetic against wide
+//! integers; memory per limiter.
+//!
+//! These tests need the module and run in its run (`RL_EDITION=module`, the
+//! default); the editions' own runs skip them.
+
+mod common;
+
+use common::editions::{comparable, error_of, hex, lua_runtime_error, Outcome, SideBySide, Step, EDITIONS};
+use common::Rng;
+use redis::Value;
+
+/// The bytes of each argument.
+fn bytes(args: &[String]) -> Vec<Vec<u8>> {
+    args.iter().map(|a| a.as_bytes().to_vec()).collect()
+}
+
+/// Whether the editions agree on a step: the same reply (errors in the
+/// library's words) and the same bytes and expiry on every key; `None`
+/// when they do, else what differs.
+fn disagreement(outcome: &Outcome, exact: bool) -> Option<String> {
+    for (e, edition) in EDITIONS.iter().enumerate().skip(1) {
+        let (a, b) = (comparable(&outcome.replies[0]), comparable(&outcome.replies[e]));
+        let replies_differ = if exact {
+            a != b
+        } else {
+            // Not at one instant: only the errors and their texts (the
+            // states drift apart by the microseconds between the calls).
+            error_of(&outcome.replies[0]).map(|t| common::editions::library_words(&t))
+                != error_of(&outcome.replies[e])
+        };
+        if replies_differ {
+            return Some(format!(
+                "the {edition} answered {:?}, the module {:?}",
+                outcome.replies[e], outcome.replies[0]
+            ));
+        }
+        if exact && outcome.states[0] != outcome.states[e] {
+            let show = |s: &[(Value, Value)]| {
+                s.iter()
+                    .map(|(v, t)| format!("{} expiring at {t:?}", hex(v)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            return Some(format!(
+                "the {edition} left {}, the module {}",
+                show(&outcome.states[e]),
+                show(&outcome.states[0])
+            ));
+        }
+    }
+    outcome
+        .replies
+        .iter()
+        .find_map(lua_runtime_error)
+        .map(|t| format!("a Lua runtime error reached the client: {t}"))
+}
+
+/// The algorithms, by command and `RL.ALL` name, and whether they take WAIT.
+const ALGORITHMS: [(&str, &str, bool); 5] = [
+    ("RL.GCRA", "GCRA", true),
+    ("RL.TOKEN_BUCKET", "TOKEN_BUCKET", true),
+    ("RL.FIXED", "FIXED", false),
+    ("RL.SLIDING_LOG", "SLIDING_LOG", true),
+    ("RL.SLIDING_COUNTER", "SLIDING_COUNTER", false),
+];
+
+/// The keys of each algorithm (and of the leases), three each, so that
+/// limits meet the states earlier calls left.
+fn key_of(pool: &str, i: usize) -> String {
+    format!("d:{pool}:{i}")
+}
+
+/// A generator of calls: the same calls for the same seed, whatever the
+/// replies (a lease argument names an earlier acquisition by its position,
+/// resolved when the call is made).
+struct Calls {
+    rng: Rng,
+    /// The parameters each key was last given (most calls keep them, so
+    /// that limits fill; some change them, as a redeploy would).
+    params: std::collections::HashMap<String, Vec<String>>,
+}
+
+/// One generated call: its arguments (a lease as a placeholder) and keys.
+#[derive(Clone, Debug)]
+enum Arg {
+    Text(String),
+    /// One of the last leases taken (`n` picks which), or a number no
+    /// lease has when none was taken yet.
+    Lease(u64),
+    /// The key of that lease, or now and then another lease key.
+    LeaseKey(u64),
+}
+
+struct Call {
+    args: Vec<Arg>,
+    keys: Vec<String>,
+}
+
+impl Calls {
+    fn below(&mut self, n: usize) -> usize {
+        self.rng.below(n)
+    }
+
+    fn chance(&mut self, percent: usize) -> bool {
+        self.rng.below(100) < percent
+    }
+
+    /// A duration in the call's unit: milliseconds (1 ms to 1 s, so that
+    /// refills, windows, blocks and deadlines come and go between batches),
+    /// or whole seconds.
+    fn duration(&mut self, ms: bool) -> String {
+        if ms {
+            let choices = [1, 3, 5, 10, 20, 50, 100, 250, 1000];
+            self.rng.pick(&choices).to_string()
+        } else {
+            (1 + self.below(2)).to_string()
+        }
+    }
+
+    /// A count that divides time evenly, or not (GCRA's two stored forms,
+    /// the bucket's grains).
+    fn count(&mut self) -> String {
+        if self.chance(15) {
+            let odd = [7, 11, 13, 1000, 999_983];
+            self.rng.pick(&odd).to_string()
+        } else {
+            (1 + self.below(4)).to_string()
+        }
+    }
+
+    /// The parameters of `alg` for `key`: those it had, mostly.
+    fn params_for(&mut self, key: &str, alg: &str, ms: bool) -> Vec<String> {
+        if let Some(p) = self.params.get(key).cloned() {
+            if !self.chance(10) && p.last().map(String::as_str) == Some(if ms { "ms" } else { "s" }) {
+                return p[..p.len() - 1].to_vec();
+            }
+        }
+        let mut p = match alg {
+            "GCRA" => vec![self.below(5).to_string(), self.count(), self.duration(ms)],
+            "TOKEN_BUCKET" => vec![(1 + self.below(5)).to_string(), self.count(), self.duration(ms)],
+            _ => vec![(1 + self.below(5)).to_string(), self.duration(ms)],
+        };
+        p.push(if ms { "ms" } else { "s" }.to_string());
+        self.params.insert(key.to_string(), p.clone());
+        p.pop();
+        p
+    }
+
+    /// `[quantity] [options]` of a rate command or RL.ALL whose limits are
+    /// at most `limit`; `reserves`: every limit takes WAIT.
+    fn request(&mut self, ms: bool, reserves: bool, limit: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.chance(60) {
+            let q = match self.below(10) {
+                0 => 0,
+                1 => 100 + self.below(2000),
+                _ => self.below(limit + 2),
+            };
+            out.push(q.to_string());
+        }
+        // Options as groups (a word, and its value), in any order.
+        let mut options: Vec<Vec<String>> = Vec::new();
+        let one = |w: &str| vec![w.to_string()];
+        if ms {
+            options.push(one(if self.chance(90) { "MS" } else { "ms" }));
+        }
+        if self.chance(15) {
+            options.push(one("PEEK"));
+        }
+        let way = self.below(12);
+        match way {
+            0 => options.push(one("REFUND")),
+            1 => options.push(one(if self.chance(50) { "FORCE" } else { "force" })),
+            2 | 3 if reserves || self.chance(10) => {
+                let wait = if self.chance(30) {
+                    "0".to_string()
+                } else {
+                    self.duration(ms)
+                };
+                options.push(vec!["WAIT".into(), wait]);
+            }
+            4 => options.push(one("AT_MOST")),
+            _ => {}
+        }
+        if way != 0 && way != 1 && self.chance(20) {
+            options.push(vec!["BLOCK".into(), self.duration(ms)]);
+        }
+        // Now and then an option that makes the call an error.
+        if self.chance(3) {
+            let bad = [
+                "REFUND", "FORCE", "WAIT", "BLOCK", "AT_MOST", "FAST", "BLOCK 0", "WAIT -1",
+            ];
+            options.push(self.rng.pick(&bad).split(' ').map(String::from).collect());
+        }
+        for i in (1..options.len()).rev() {
+            let j = self.below(i + 1);
+            options.swap(i, j);
+        }
+        out.extend(options.into_iter().flatten());
+        out
+    }
+
+    /// A key of `pool`; now and then one of another algorithm's, a list or
+    /// a string that is no limiter.
+    fn key(&mut self, pool: &str) -> String {
+        match self.below(100) {
+            0 => "d:list".into(),
+            1 => "d:junk".into(),
+            2 | 3 => {
+                let other = self.rng.pick(&ALGORITHMS).1.to_string();
+                key_of(&other, self.below(3))
+            }
+            _ => key_of(pool, self.below(3)),
+        }
+    }
+
+    fn next(&mut self) -> Call {
+        let text = |v: Vec<String>| v.into_iter().map(Arg::Text).collect::<Vec<_>>();
+        let ms = self.chance(85);
+        match self.below(20) {
+            // A limiter of one algorithm.
+            0..=11 => {
+                let (command, alg, reserves) = *self.rng.pick(&ALGORITHMS);
+                let key = self.key(alg);
+                let params = self.params_for(&key, alg, ms);
+                let limit: usize = params[0].parse().unwrap_or(1) + 1;
+                let mut args = vec![command.to_string(), key.clone()];
+                args.extend(params);
+                args.extend(self.request(ms, reserves, limit));
+                Call {
+                    args: text(args),
+                    keys: vec![key],
+                }
+            }
+            // Several at once.
+            12..=14 => {
+                let n = 1 + self.below(3);
+                let mut keys: Vec<String> = Vec::new();
+                let mut specs = Vec::new();
+                let mut reserves = true;
+                for _ in 0..n {
+                    let (_, alg, takes_wait) = *self.rng.pick(&ALGORITHMS);
+                    let key = if self.chance(3) && !keys.is_empty() {
+                        keys[0].clone() // a key given twice
+                    } else {
+                        key_of(alg, self.below(3))
+                    };
+                    reserves &= takes_wait;
+                    specs.push(alg.to_string());
+                    specs.extend(self.params_for(&key, alg, ms));
+                    keys.push(key);
+                }
+                let mut args = vec!["RL.ALL".to_string(), n.to_string()];
+                args.extend(keys.iter().cloned());
+                args.extend(specs);
+                args.extend(self.request(ms, reserves, 6));
+                let mut seen = std::collections::HashSet::new();
+                keys.retain(|k| seen.insert(k.clone()));
+                Call {
+                    args: text(args),
+                    keys,
+                }
+            }
+            // Leases.
+            15..=17 => {
+                let key = key_of("lease", self.below(3));
+                let mut args = vec![
+                    Arg::Text("RL.CONCURRENCY".into()),
+                    Arg::Text(key.clone()),
+                    Arg::Text((1 + self.below(4)).to_string()),
+                    Arg::Text(self.duration(ms)),
+                ];
+                if self.chance(50) {
+                    args.push(Arg::Text(self.below(6).to_string()));
+                }
+                if ms {
+                    args.push(Arg::Text("MS".into()));
+                }
+                if self.chance(10) {
+                    args.push(Arg::Text("PEEK".into()));
+                }
+                Call {
+                    args,
+                    keys: vec![key],
+                }
+            }
+            // A lease given back or renewed (its key is known when the call
+            // is made).
+            18 => {
+                let n = self.rng.next();
+                Call {
+                    args: vec![Arg::Text("RL.RELEASE".into()), Arg::LeaseKey(n), Arg::Lease(n)],
+                    keys: Vec::new(),
+                }
+            }
+            _ => {
+                let n = self.rng.next();
+                let mut args = vec![
+                    Arg::Text("RL.RENEW".into()),
+                    Arg::LeaseKey(n),
+                    Arg::Lease(n),
+                    Arg::Text(self.duration(ms)),
+                ];
+                if ms {
+                    args.push(Arg::Text("MS".into()));
+                }
+                Call {
+                    args,
+                    keys: Vec::new(),
+                }
+            }
+        }
+    }
+}
+
+/// What the run saw, to show it covered what it should.
+#[derive(Default, Debug)]
+struct Coverage {
+    allowed: usize,
+    refused: usize,
+    reserved: usize,
+    granted_part: usize,
+    errors: usize,
+    leases: usize,
+    released: usize,
+    renewed: usize,
+}
+
+impl Coverage {
+    fn count(&mut self, command: &str, args: &[String], reply: &Value) {
+        let upper: Vec<String> = args.iter().map(|a| a.to_ascii_uppercase()).collect();
+        match reply {
+            Value::ServerError(_) => self.errors += 1,
+            Value::Int(n) if *n > 0 && command == "RL.RELEASE" => self.released += 1,
+            Value::Int(n) if *n > 0 && command == "RL.RENEW" => self.renewed += 1,
+            Value::Array(items) => {
+                let int = |i: usize| match items.get(i) {
+                    Some(Value::Int(v)) => *v,
+                    _ => -9,
+                };
+                if int(0) == 1 {
+                    self.refused += 1;
+                } else {
+                    self.allowed += 1;
+                    if upper.iter().any(|a| a == "WAIT") && int(3) > 0 {
+                        self.reserved += 1;
+                    }
+                }
+                if command == "RL.CONCURRENCY" && int(5) > 0 {
+                    self.leases += 1;
+                }
+                if upper.iter().any(|a| a == "AT_MOST") {
+                    let granted = int(items.len() - 1);
+                    let quantity = upper.iter().find_map(|a| a.parse::<i64>().ok()).unwrap_or(1);
+                    if granted > 0 && granted < quantity {
+                        self.granted_part += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The same random calls on the module, the library and the scripts, in
+/// step: every option, every algorithm, RL.ALL, leases, keys of another
+/// algorithm or type, parameters changed on a key, durations of 1 ms to 2 s
+/// so that refills, windows, blocks, reservations and deadlines come and go
+/// during the run. After each call, the replies and every key's bytes and
+/// expiry must be equal. `RL_DIFF_SEED` replays a run's calls, and
+/// `RL_DIFF_STEPS` sets their number (default 20,000).
+#[test]
+fn the_editions_agree_call_for_call() {
+    let Some(mut both) = SideBySide::start_default() else {
+        return; // needs the module: runs in its run
+    };
+    let seed = std::env::var("RL_DIFF_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x51de_b51d_e000 ^ u64::from(std::process::id()));
+    println!("seed {seed} (RL_DIFF_SEED={seed} replays these calls)");
+    let total: usize = std::env::var("RL_DIFF_STEPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    if !both.one_instant {
+        println!(
+            "this server reads the clock per command inside a transaction: each call starts from the module's state, and only errors and their texts are compared"
+        );
+    }
+    for db in common::editions::DATABASES {
+        let mut pipe = redis::pipe();
+        pipe.cmd("SELECT").arg(db);
+        pipe.cmd("RPUSH").arg("d:list").arg("x");
+        pipe.cmd("SET").arg("d:junk").arg("not a limiter");
+        pipe.cmd("SELECT").arg(0);
+        pipe.query::<()>(&mut both.con).unwrap();
+    }
+    // The effects of the calls (what the AOF and a replica receive): the
+    // editions write alike, not only the same bytes (a value set whole, or
+    // patched in place).
+    both.effects();
+    let mut calls = Calls {
+        rng: Rng(seed.max(1)),
+        params: Default::default(),
+    };
+    // The leases taken so far (by the module; the editions must agree).
+    let mut leases: Vec<(String, i64)> = Vec::new();
+    let mut coverage = Coverage::default();
+    let batch = 50;
+    let mut done = 0;
+    while done < total {
+        let generated: Vec<Call> = (0..batch).map(|_| calls.next()).collect();
+        let steps: Vec<(Vec<String>, Step)> = generated
+            .iter()
+            .map(|call| {
+                // The last leases taken: `n` picks one.
+                let recent = |n: u64| {
+                    let len = leases.len();
+                    (len > 0).then(|| &leases[len - 1 - (n as usize) % len.min(8)])
+                };
+                let args: Vec<String> = call
+                    .args
+                    .iter()
+                    .map(|a| {
+                        match (
+                            a,
+                            recent(match a {
+                                Arg::Lease(n) | Arg::LeaseKey(n) => *n,
+                                Arg::Text(_) => 0,
+                            }),
+                        ) {
+                            (Arg::Text(t), _) => t.clone(),
+                            (Arg::Lease(n), None) => (1 + n % 20).to_string(),
+                            (Arg::Lease(_), Some((_, id))) => id.to_string(),
+                            // Now and then another key (where that lease is
+                            // not, and must not be freed).
+                            (Arg::LeaseKey(n), Some((key, _))) if n % 5 != 0 => key.clone(),
+                            (Arg::LeaseKey(n), _) => key_of("lease", (*n / 5 % 3) as usize),
+                        }
+                    })
+                    .collect();
+                let keys = match call.keys.is_empty() {
+                    true => vec![args[1].as_bytes().to_vec()],
+                    false => call.keys.iter().map(|k| k.as_bytes().to_vec()).collect(),
+                };
+                (
+                    args.clone(),
+                    Step {
+                        args: bytes(&args),
+                        keys,
+                    },
+                )
+            })
+            .collect();
+        let only: Vec<Step> = steps.iter().map(|(_, s)| s.clone()).collect();
+        let outcomes = both.run(&only);
+        for (i, ((args, _), outcome)) in steps.iter().zip(&outcomes).enumerate() {
+            let at = done + i;
+            if let Some(what) = disagreement(outcome, both.one_instant) {
+                panic!("seed {seed}, call {at}: {}: {what}", args.join(" "));
+            }
+            coverage.count(&args[0], args, &outcome.replies[0]);
+            if args[0] == "RL.CONCURRENCY" {
+                if let Value::Array(items) = &outcome.replies[0] {
+                    if let Some(Value::Int(id)) = items.get(5) {
+                        if *id > 0 {
+                            leases.push((args[1].clone(), *id));
+                        }
+                    }
+                }
+            }
+        }
+        let effects = both.effects();
+        for e in 1..3 {
+            if both.one_instant && effects[e] != effects[0] {
+                let show = |list: &[Vec<Vec<u8>>], from: usize| {
+                    list.iter()
+                        .skip(from)
+                        .take(4)
+                        .map(|c| {
+                            c.iter()
+                                .map(|a| String::from_utf8_lossy(a))
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                };
+                let first = effects[0]
+                    .iter()
+                    .zip(&effects[e])
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(effects[0].len().min(effects[e].len()));
+                panic!(
+                    "seed {seed}, calls {done} to {}: the {}'s effects differ from the module's, from the {first}th: {} against {}; the calls: {}",
+                    done + batch - 1,
+                    EDITIONS[e],
+                    show(&effects[e], first),
+                    show(&effects[0], first),
+                    steps.iter().map(|(a, _)| a.join(" ")).collect::<Vec<_>>().join("; ")
+                );
+            }
+        }
+        done += batch;
+    }
+    println!("{total} calls: {coverage:?}");
+    // The run went where it should: every kind of answer, many times.
+    let c = &coverage;
+    for (what, n) in [
+        ("allowed", c.allowed),
+        ("refused", c.refused),
+        ("reservations", c.reserved),
+        ("partial grants", c.granted_part),
+        ("errors", c.errors),
+        ("leases", c.leases),
+        ("releases", c.released),
+        ("renewals", c.renewed),
+    ] {
+        assert!(
+            n >= total / 1000,
+            "only {n} {what} in {total} calls: {coverage:?}"
+        );
+    }
+}
