@@ -9,54 +9,13 @@
 
 mod common;
 
-use common::editions::{comparable, error_of, hex, lua_runtime_error, Outcome, SideBySide, Step, EDITIONS};
+use common::editions::{disagreement, SideBySide, Step, EDITIONS};
 use common::Rng;
 use redis::Value;
 
 /// The bytes of each argument.
 fn bytes(args: &[String]) -> Vec<Vec<u8>> {
     args.iter().map(|a| a.as_bytes().to_vec()).collect()
-}
-
-/// Whether the editions agree on a step: the same reply (errors in the
-/// library's words) and the same bytes and expiry on every key; `None`
-/// when they do, else what differs.
-fn disagreement(outcome: &Outcome, exact: bool) -> Option<String> {
-    for (e, edition) in EDITIONS.iter().enumerate().skip(1) {
-        let (a, b) = (comparable(&outcome.replies[0]), comparable(&outcome.replies[e]));
-        let replies_differ = if exact {
-            a != b
-        } else {
-            // Not at one instant: only the errors and their texts (the
-            // states drift apart by the microseconds between the calls).
-            error_of(&outcome.replies[0]).map(|t| common::editions::library_words(&t))
-                != error_of(&outcome.replies[e])
-        };
-        if replies_differ {
-            return Some(format!(
-                "the {edition} answered {:?}, the module {:?}",
-                outcome.replies[e], outcome.replies[0]
-            ));
-        }
-        if exact && outcome.states[0] != outcome.states[e] {
-            let show = |s: &[(Value, Value)]| {
-                s.iter()
-                    .map(|(v, t)| format!("{} expiring at {t:?}", hex(v)))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            };
-            return Some(format!(
-                "the {edition} left {}, the module {}",
-                show(&outcome.states[e]),
-                show(&outcome.states[0])
-            ));
-        }
-    }
-    outcome
-        .replies
-        .iter()
-        .find_map(lua_runtime_error)
-        .map(|t| format!("a Lua runtime error reached the client: {t}"))
 }
 
 /// The algorithms, by command and `RL.ALL` name, and whether they take WAIT.

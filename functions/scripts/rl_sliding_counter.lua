@@ -2107,7 +2107,8 @@ local function lease_id(s)
     if #s < 16 or (#s == 16 and s < '9007199254740992') then return s + 0, true end
     return nil, true
   end
-  bad_number('lease', 1, 9223372036854775807)
+  -- (2^63 - 1 is no double: the bound as text.)
+  fail('ERR lease must be an integer from 1 to ' .. LEASE_MAX)
 end
 
 local function read_leases(key)

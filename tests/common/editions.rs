@@ -257,55 +257,56 @@ impl SideBySide {
         }
     }
 
-    /// A step whose transaction the server refused: each edition in a
-    /// transaction of its own; the one whose call was refused answers the
-    /// refusal.
+    /// A step whose transaction the server refused (a call of the wrong
+    /// arity, which runs nothing): each edition's call on its own, then
+    /// every key read in one transaction (one instant, so that a key
+    /// expiring meanwhile is gone from every database alike).
     fn apart(&mut self, step: &Step) -> Outcome {
         let mut replies: Vec<Value> = Vec::new();
-        let mut states: Vec<Vec<(Value, Value)>> = Vec::new();
         for (e, db) in DATABASES.iter().enumerate() {
+            let form = self.form(e, &step.args);
+            let mut call = redis::cmd(&String::from_utf8_lossy(&form[0]));
+            for a in &form[1..] {
+                call.arg(&a[..]);
+            }
             let mut pipe = redis::pipe();
-            pipe.cmd("MULTI");
-            self.queue(&mut pipe, e, db, step);
+            pipe.cmd("SELECT").arg(*db);
+            pipe.add_command(call);
             pipe.cmd("SELECT").arg(0);
-            pipe.cmd("EXEC");
-            let n = 5 + 2 * step.keys.len();
             let raw = self
                 .con
-                .req_packed_commands(&pipe.get_packed_pipeline(), 0, n)
-                .expect("a transaction");
-            match &raw[n - 1] {
-                Value::Array(results) => {
-                    let mut one = split_one(&results[..], step.keys.len());
-                    replies.push(one.0);
-                    states.push(std::mem::take(&mut one.1));
-                }
-                Value::ServerError(_) => {
-                    // The refusal is the queued reply of the call (after
-                    // MULTI's and SELECT's); nothing ran, so read the keys.
-                    replies.push(raw[2].clone());
-                    let mut pipe = redis::pipe();
-                    pipe.cmd("SELECT").arg(*db);
-                    for key in &step.keys {
-                        pipe.cmd("GET").arg(&key[..]);
-                        pipe.cmd("PEXPIRETIME").arg(&key[..]);
-                    }
-                    pipe.cmd("SELECT").arg(0);
-                    let m = 2 + 2 * step.keys.len();
-                    let raw = self
-                        .con
-                        .req_packed_commands(&pipe.get_packed_pipeline(), 0, m)
-                        .expect("the keys");
-                    states.push(
-                        raw[1..m - 1]
-                            .chunks(2)
-                            .map(|p| (p[0].clone(), p[1].clone()))
-                            .collect(),
-                    );
-                }
-                other => panic!("{step:?}: EXEC answered {other:?}"),
+                .req_packed_commands(&pipe.get_packed_pipeline(), 0, 3)
+                .expect("a call");
+            replies.push(raw[1].clone());
+        }
+        let mut pipe = redis::pipe();
+        pipe.cmd("MULTI");
+        for db in DATABASES {
+            pipe.cmd("SELECT").arg(db);
+            for key in &step.keys {
+                pipe.cmd("GET").arg(&key[..]);
+                pipe.cmd("PEXPIRETIME").arg(&key[..]);
             }
         }
+        pipe.cmd("SELECT").arg(0);
+        pipe.cmd("EXEC");
+        let per = 1 + 2 * step.keys.len();
+        let n = 3 + DATABASES.len() * per;
+        let raw = self
+            .con
+            .req_packed_commands(&pipe.get_packed_pipeline(), 0, n)
+            .expect("the keys");
+        let Value::Array(results) = &raw[n - 1] else {
+            panic!("{step:?}: EXEC answered {:?}", raw[n - 1]);
+        };
+        let states: Vec<Vec<(Value, Value)>> = (0..DATABASES.len())
+            .map(|e| {
+                results[e * per + 1..(e + 1) * per]
+                    .chunks(2)
+                    .map(|p| (p[0].clone(), p[1].clone()))
+                    .collect()
+            })
+            .collect();
         Outcome {
             replies: [replies[0].clone(), replies[1].clone(), replies[2].clone()],
             states: [states[0].clone(), states[1].clone(), states[2].clone()],
@@ -398,6 +399,46 @@ fn split(results: &[Value], keys: usize) -> Outcome {
         replies: [parts[0].0.clone(), parts[1].0.clone(), parts[2].0.clone()],
         states: [parts[0].1.clone(), parts[1].1.clone(), parts[2].1.clone()],
     }
+}
+
+/// Whether the editions agree on a step: the same reply (errors in the
+/// library's words) and the same bytes and expiry on every key; `None`
+/// when they do, else what differs.
+pub fn disagreement(outcome: &Outcome, exact: bool) -> Option<String> {
+    for (e, edition) in EDITIONS.iter().enumerate().skip(1) {
+        let (a, b) = (comparable(&outcome.replies[0]), comparable(&outcome.replies[e]));
+        let replies_differ = if exact {
+            a != b
+        } else {
+            // Not at one instant: only the errors and their texts (the
+            // states drift apart by the microseconds between the calls).
+            error_of(&outcome.replies[0]).map(|t| library_words(&t)) != error_of(&outcome.replies[e])
+        };
+        if replies_differ {
+            return Some(format!(
+                "the {edition} answered {:?}, the module {:?}",
+                outcome.replies[e], outcome.replies[0]
+            ));
+        }
+        if exact && outcome.states[0] != outcome.states[e] {
+            let show = |s: &[(Value, Value)]| {
+                s.iter()
+                    .map(|(v, t)| format!("{} expiring at {t:?}", hex(v)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            return Some(format!(
+                "the {edition} left {}, the module {}",
+                show(&outcome.states[e]),
+                show(&outcome.states[0])
+            ));
+        }
+    }
+    outcome
+        .replies
+        .iter()
+        .find_map(lua_runtime_error)
+        .map(|t| format!("a Lua runtime error reached the client: {t}"))
 }
 
 /// An error's text as the library words it: the hint of a number past a
