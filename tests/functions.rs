@@ -486,3 +486,376 @@ fn the_editions_agree_call_for_call() {
         );
     }
 }
+
+/// Tokens at and past every range's bounds, and tokens that are no number.
+const BOUNDS: [&str; 26] = [
+    "",
+    "-1",
+    "0",
+    "1",
+    "+1",
+    " 1",
+    "1 ",
+    "1.5",
+    "1e3",
+    "abc",
+    "01",
+    "-0",
+    "9999",
+    "10000",
+    "10001",
+    "999999999",
+    "1000000000",
+    "1000000001",
+    "1000000000000",
+    "1000000000001",
+    "1000000000000000",
+    "1000000000000001",
+    "9007199254740993",
+    "9223372036854775807",
+    "9223372036854775808",
+    "18446744073709551616",
+];
+
+/// The options, alone and with a value, as the grammar's table knows them.
+const OPTION_GROUPS: [&str; 12] = [
+    "MS", "PEEK", "REFUND", "FORCE", "WAIT 1", "AT_MOST", "BLOCK 1", "ms", "wait 0", "Block 2", "FAST",
+    "WAIT",
+];
+
+/// Every error path of every command, driven with the same inputs on the
+/// module, the library and the scripts: numbers at and past each range's
+/// bounds (every parameter, quantity, WAIT and BLOCK, in seconds and in
+/// MS), every pair of options (the table of exclusions), options a command
+/// does not take, missing values, arities, RL.ALL's numkeys, algorithms and
+/// keys, lease ids, states of another algorithm or type or corrupt, a debt
+/// past the deepest and a sliding log past its cap. Each must answer the
+/// same error text (the library's settings hint aside), or the same reply;
+/// the library may refuse only with an error naming its own range. The
+/// texts come from each edition's own table (src/error.rs, the library's
+/// messages): this compares them, rather than trusting two copies.
+#[test]
+fn every_error_path_answers_alike() {
+    let Some(mut both) = SideBySide::start_default() else {
+        return; // needs the module: runs in its run
+    };
+    let mut inputs: Vec<Vec<String>> = Vec::new();
+    let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let rates = [
+        ("RL.GCRA", vec!["2", "1", "3600"]),
+        ("RL.TOKEN_BUCKET", vec!["3", "1", "3600"]),
+        ("RL.FIXED", vec!["3", "3600"]),
+        ("RL.SLIDING_LOG", vec!["3", "3600"]),
+        ("RL.SLIDING_COUNTER", vec!["3", "3600"]),
+    ];
+    for (command, params) in &rates {
+        for unit in [None, Some("MS")] {
+            // Each parameter at each bound; then the quantity.
+            for p in 0..=params.len() {
+                for token in BOUNDS {
+                    let mut args = vec![command.to_string(), "KEY".into()];
+                    for (i, v) in params.iter().enumerate() {
+                        args.push(if i == p { token.to_string() } else { v.to_string() });
+                    }
+                    if p == params.len() {
+                        args.push(token.to_string());
+                    }
+                    args.extend(unit.map(String::from));
+                    inputs.push(args);
+                }
+            }
+            // WAIT and BLOCK at each bound.
+            for option in ["WAIT", "BLOCK"] {
+                for token in BOUNDS {
+                    let mut args = vec![command.to_string(), "KEY".into()];
+                    args.extend(params.iter().map(|s| s.to_string()));
+                    args.extend(unit.map(String::from));
+                    args.extend([option.to_string(), token.to_string()]);
+                    inputs.push(args);
+                }
+            }
+        }
+        // Every pair of options, in both orders, with a quantity or none.
+        for a in OPTION_GROUPS {
+            for b in OPTION_GROUPS {
+                for quantity in [None, Some("2")] {
+                    let mut args = vec![command.to_string(), "KEY".into()];
+                    args.extend(params.iter().map(|s| s.to_string()));
+                    args.extend(quantity.map(String::from));
+                    args.extend(a.split(' ').map(String::from));
+                    args.extend(b.split(' ').map(String::from));
+                    inputs.push(args);
+                }
+            }
+        }
+        // Too few arguments, and a number among the options.
+        for n in 0..params.len() {
+            let mut args = vec![command.to_string(), "KEY".into()];
+            args.extend(params[..n].iter().map(|s| s.to_string()));
+            inputs.push(args);
+        }
+        inputs.push(vec![command.to_string()]);
+        let mut args = vec![command.to_string(), "KEY".into()];
+        args.extend(params.iter().map(|s| s.to_string()));
+        args.extend(owned(&["MS", "2"]));
+        inputs.push(args);
+    }
+    // Several limits at once.
+    let specs: [&[&str]; 5] = [
+        &["GCRA", "2", "1", "3600"],
+        &["TOKEN_BUCKET", "3", "1", "3600"],
+        &["FIXED", "3", "3600"],
+        &["SLIDING_LOG", "3", "3600"],
+        &["SLIDING_COUNTER", "3", "3600"],
+    ];
+    for spec in specs {
+        for p in 1..spec.len() {
+            for token in BOUNDS {
+                let mut args = owned(&["RL.ALL", "2", "{a}KEY", "{a}KEY2", "FIXED", "5", "60"]);
+                for (i, v) in spec.iter().enumerate() {
+                    args.push(if i == p { token.to_string() } else { v.to_string() });
+                }
+                inputs.push(args);
+            }
+        }
+        for tail in [
+            &["WAIT", "1"][..],
+            &["2", "MS", "FORCE", "BLOCK", "1"],
+            &["PEEK", "PEEK"],
+            &["FAST"],
+        ] {
+            let mut args = owned(&["RL.ALL", "2", "{a}KEY", "{a}KEY2", "GCRA", "2", "1", "60"]);
+            args.extend(spec.iter().map(|s| s.to_string()));
+            args.extend(owned(tail));
+            inputs.push(args);
+        }
+    }
+    for args in [
+        &["RL.ALL", "0", "GCRA", "2", "1", "60"][..],
+        &["RL.ALL", "1", "{a}KEY", "{a}KEY2", "GCRA", "2", "1", "60"],
+        &[
+            "RL.ALL", "2", "{a}KEY", "GCRA", "2", "1", "60", "GCRA", "2", "1", "60",
+        ],
+        &[
+            "RL.ALL", "2", "{a}KEY", "{a}KEY", "GCRA", "2", "1", "60", "GCRA", "2", "1", "60",
+        ],
+        &["RL.ALL", "2", "{a}KEY", "{a}KEY2", "GCRA", "2", "1", "60"],
+        &[
+            "RL.ALL", "2", "{a}KEY", "{a}KEY2", "GCRA", "2", "1", "60", "LEAKY", "2", "60",
+        ],
+        &[
+            "RL.ALL", "2", "{a}KEY", "{a}KEY2", "GCRA", "2", "1", "60", "FIXED", "2",
+        ],
+        &["RL.ALL", "1", "{a}KEY", "gcra", "2", "1", "60", "Fixed"],
+        &["RL.ALL", "1", "{a}KEY"],
+        &["RL.ALL", "1", "{a}KEY", "GCRA"],
+    ] {
+        inputs.push(owned(args));
+    }
+    let hundred_and_one: Vec<String> = std::iter::once("RL.ALL".to_string())
+        .chain(std::iter::once("101".to_string()))
+        .chain((0..101).map(|i| format!("{{a}}KEY{i}")))
+        .chain(owned(&["GCRA", "2", "1", "60"]))
+        .collect();
+    inputs.push(hundred_and_one);
+    // Leases.
+    for unit in [None, Some("MS")] {
+        for token in BOUNDS {
+            for (p, base) in [(2, ["5", "60"]), (3, ["5", "60"])] {
+                let mut args = owned(&["RL.CONCURRENCY", "KEY"]);
+                args.extend(base.iter().enumerate().map(|(i, v)| {
+                    if i + 2 == p {
+                        token.to_string()
+                    } else {
+                        v.to_string()
+                    }
+                }));
+                args.extend(unit.map(String::from));
+                inputs.push(args);
+            }
+            let mut args = owned(&["RL.CONCURRENCY", "KEY", "5", "60", token]);
+            args.extend(unit.map(String::from));
+            inputs.push(args);
+            inputs.push(owned(&["RL.RELEASE", "KEY", token]));
+            let mut args = owned(&["RL.RENEW", "KEY", token, "60"]);
+            args.extend(unit.map(String::from));
+            inputs.push(args);
+            let mut args = owned(&["RL.RENEW", "KEY", "1", token]);
+            args.extend(unit.map(String::from));
+            inputs.push(args);
+        }
+    }
+    for group in OPTION_GROUPS {
+        let mut args = owned(&["RL.CONCURRENCY", "KEY", "5", "60"]);
+        args.extend(group.split(' ').map(String::from));
+        inputs.push(args);
+        let mut args = owned(&["RL.RENEW", "KEY", "1", "60"]);
+        args.extend(group.split(' ').map(String::from));
+        inputs.push(args);
+        inputs.push(owned(&["RL.RELEASE", "KEY", "1", group]));
+    }
+    for args in [
+        &["RL.CONCURRENCY", "KEY", "5"][..],
+        &["RL.CONCURRENCY", "KEY"],
+        &["RL.RELEASE", "KEY"],
+        &["RL.RENEW", "KEY", "1"],
+        &["RL.CONCURRENCY"],
+        &["RL.RELEASE"],
+        &["RL.RENEW"],
+    ] {
+        inputs.push(owned(args));
+    }
+    // States: of another algorithm, of another type, corrupt.
+    let states: [(&str, &[&str]); 12] = [
+        ("gcra", &["RL.GCRA", "s:gcra", "2", "1", "3600"]),
+        ("bucket", &["RL.TOKEN_BUCKET", "s:bucket", "3", "1", "3600"]),
+        ("fixed", &["RL.FIXED", "s:fixed", "3", "3600"]),
+        ("log", &["RL.SLIDING_LOG", "s:log", "3", "3600"]),
+        ("counter", &["RL.SLIDING_COUNTER", "s:counter", "3", "3600"]),
+        ("leases", &["RL.CONCURRENCY", "s:leases", "3", "3600"]),
+        ("list", &["RPUSH", "s:list", "x"]),
+        ("junk", &["SET", "s:junk", "not a limiter"]),
+        ("short", &["SET", "s:short", "G\x01\x02"]),
+        (
+            "log-order",
+            &[
+                "SET",
+                "s:log-order",
+                "L\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00",
+            ],
+        ),
+        ("block", &["SET", "s:block", "B\x01"]),
+        ("tat", &["SET", "s:tat", "12/0"]),
+    ];
+    let setup: Vec<Step> = states
+        .iter()
+        .map(|(_, args)| Step {
+            args: bytes(&owned(args)),
+            keys: vec![args[1].as_bytes().to_vec()],
+        })
+        .collect();
+    both.run(&setup);
+    for (name, _) in &states {
+        let key = format!("s:{name}");
+        for (command, params) in &rates {
+            let mut args = vec![command.to_string(), key.clone()];
+            args.extend(params.iter().map(|s| s.to_string()));
+            inputs.push(args);
+        }
+        inputs.push(vec![
+            "RL.CONCURRENCY".into(),
+            key.clone(),
+            "3".into(),
+            "60".into(),
+        ]);
+        inputs.push(vec!["RL.RELEASE".into(), key.clone(), "1".into()]);
+        inputs.push(vec![
+            "RL.ALL".into(),
+            "1".into(),
+            key.clone(),
+            "FIXED".into(),
+            "3".into(),
+            "60".into(),
+        ]);
+    }
+    // The deepest debt, and a sliding log past its cap.
+    for _ in 0..5 {
+        inputs.push(owned(&[
+            "RL.GCRA",
+            "debt",
+            "0",
+            "1000000",
+            "1",
+            "1000000000",
+            "MS",
+            "FORCE",
+        ]));
+    }
+    inputs.push(owned(&["RL.SLIDING_LOG", "long", "3", "60", "10001", "FORCE"]));
+    inputs.push(owned(&["RL.SLIDING_LOG", "long", "3", "60", "10000", "FORCE"]));
+    inputs.push(owned(&["RL.SLIDING_LOG", "long", "3", "60", "1", "FORCE"]));
+    inputs.push(owned(&[
+        "RL.ALL",
+        "1",
+        "long",
+        "SLIDING_LOG",
+        "3",
+        "60",
+        "1",
+        "FORCE",
+    ]));
+
+    // Each input on a key of its own (KEY), or on the key it names.
+    let steps: Vec<(Vec<String>, Step)> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, args)| {
+            let args: Vec<String> = args
+                .iter()
+                .map(|a| a.replace("KEY", &format!("e:{i}:")))
+                .collect();
+            let keys: Vec<String> = match args[0].as_str() {
+                "RL.ALL" => {
+                    let n = args.get(1).and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
+                    args.iter()
+                        .skip(2)
+                        .take(n.min(args.len().saturating_sub(2)))
+                        .cloned()
+                        .collect()
+                }
+                _ => args.get(1).cloned().into_iter().collect(),
+            };
+            let keys: Vec<Vec<u8>> = keys.iter().map(|k: &String| k.as_bytes().to_vec()).collect();
+            (
+                args.clone(),
+                Step {
+                    args: bytes(&args),
+                    keys,
+                },
+            )
+        })
+        .collect();
+    let (mut errors, mut replies, mut own_range) = (0, 0, 0);
+    let mut texts = std::collections::BTreeSet::new();
+    for chunk in steps.chunks(200) {
+        let only: Vec<Step> = chunk.iter().map(|(_, s)| s.clone()).collect();
+        for ((args, _), outcome) in chunk.iter().zip(both.run(&only)) {
+            let module = common::editions::error_of(&outcome.replies[0]);
+            let library = common::editions::error_of(&outcome.replies[1]);
+            if module.is_none()
+                && library
+                    .as_deref()
+                    .is_some_and(|t| t.contains("functions edition"))
+            {
+                own_range += 1;
+                assert_eq!(
+                    library,
+                    common::editions::error_of(&outcome.replies[2]),
+                    "{args:?}"
+                );
+                continue;
+            }
+            if let Some(what) = disagreement(&outcome, both.one_instant) {
+                panic!("{}: {what}", args.join(" "));
+            }
+            match module {
+                Some(text) => {
+                    errors += 1;
+                    // The text less what names the input itself.
+                    texts.insert(text.split('\'').next().unwrap_or_default().to_string());
+                }
+                None => replies += 1,
+            }
+        }
+    }
+    println!(
+        "{} inputs: {errors} errors alike ({} kinds), {replies} replies alike, {own_range} refused by the functions edition alone (its range)",
+        steps.len(),
+        texts.len()
+    );
+    assert!(
+        errors > 1000 && texts.len() > 40,
+        "{errors} errors, {} kinds: {texts:#?}",
+        texts.len()
+    );
+}

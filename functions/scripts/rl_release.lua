@@ -258,7 +258,7 @@ end
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 
 -------------------------------------------------------------------------------
--- Arguments (src/args.rs)
+-- Arguments (src/args.rs, src/param.rs)
 
 -- A decimal integer as Redis reads it, when it is one from lo to hi (both
 -- below 2^53): its value, else nil.
@@ -301,7 +301,7 @@ local function duration(s, name, lo, per_unit)
   return number(s, name, lo, MAX_PERIOD / per_unit) * per_unit
 end
 
--- The options, their words and how they exclude each other (src/args.rs's
+-- The options, their words and how they exclude each other (src/options.rs's
 -- table; tests/functions.rs checks that the two agree).
 local MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK = 1, 2, 3, 4, 5, 6, 7
 local OPTION_WORDS = { 'MS', 'PEEK', 'REFUND', 'FORCE', 'WAIT', 'AT_MOST', 'BLOCK' }
