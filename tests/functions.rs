@@ -859,3 +859,330 @@ fn every_error_path_answers_alike() {
         texts.len()
     );
 }
+
+/// The library's exact arithmetic (its "Exact arithmetic" section, taken
+/// from the source as it is) run by the server's Lua through `EVAL`, with a
+/// harness that applies one helper to each input.
+fn arithmetic_script() -> String {
+    let source = common::library_source();
+    let start = source
+        .find("-- Exact arithmetic")
+        .expect("the library's arithmetic section");
+    let end = source
+        .find("-- Errors, as the module words them")
+        .expect("the section after it");
+    let constants: String = source
+        .lines()
+        .filter(|l| l.starts_with("local TWO"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    format!(
+        r#"
+local floor, byte, char, concat = math.floor, string.byte, string.char, table.concat
+local pack, unpack = struct.pack, struct.unpack
+local function max(a, b) if a > b then return a end return b end
+{constants}
+{section}
+local function n(s) return tonumber(s) end
+local function limbs(s)
+  local out = {{}}
+  for d in string.gmatch(s, '%d+') do out[#out + 1] = tonumber(d) end
+  return out
+end
+local function show(l)
+  local out = {{}}
+  for i = 1, #l do out[i] = string.format('%.0f', l[i]) end
+  return concat(out, ',')
+end
+local function num(v) if v == nil then return 'nil' end return string.format('%.0f', v) end
+local op, out = ARGV[1], {{}}
+local i = 2
+while i <= #ARGV do
+  if op == 'muldivmod' then
+    local q, r = muldivmod(n(ARGV[i]), n(ARGV[i + 1]), n(ARGV[i + 2]))
+    out[#out + 1] = num(q) .. ' ' .. num(r)
+    i = i + 3
+  elseif op == 'muladd' then
+    out[#out + 1] = show(limbs_muladd(n(ARGV[i]), n(ARGV[i + 1]), n(ARGV[i + 2]), n(ARGV[i + 3])))
+    i = i + 4
+  elseif op == 'negate' then
+    out[#out + 1] = show(limbs_negate(limbs(ARGV[i])))
+    i = i + 1
+  elseif op == 'divmod' then
+    local q, r = limbs_divmod(limbs(ARGV[i]), n(ARGV[i + 1]))
+    out[#out + 1] = show(q) .. ' ' .. num(r)
+    i = i + 2
+  elseif op == 'value' then
+    out[#out + 1] = num(limbs_value(limbs(ARGV[i])))
+    i = i + 1
+  elseif op == 'compare' then
+    out[#out + 1] = num(limbs_compare(limbs(ARGV[i]), limbs(ARGV[i + 1])))
+    i = i + 2
+  elseif op == 'bytes' then
+    local l = limbs(ARGV[i])
+    local s = limbs_bytes(l)
+    local back = limbs_from_bytes(s, 1, #s)
+    out[#out + 1] = show(back) .. ' ' .. num(#s)
+    i = i + 1
+  elseif op == 'u64' then
+    local v = n(ARGV[i])
+    local s = u64_bytes(v)
+    local le = {{}}
+    for k = 1, #s do le[k] = string.format('%d', byte(s, k)) end
+    out[#out + 1] = concat(le, ',') .. ' ' .. num(u64_at(s, 1))
+    i = i + 1
+  elseif op == 'u64_at' then
+    local s = ''
+    for d in string.gmatch(ARGV[i], '%d+') do s = s .. char(tonumber(d)) end
+    out[#out + 1] = num(u64_at(s, 1))
+    i = i + 1
+  end
+end
+return out
+"#,
+        section = &source[start..end]
+    )
+}
+
+/// A random integer of a random width of at most `bits` bits.
+fn random_bits(rng: &mut Rng, bits: u32) -> u128 {
+    let width = 1 + (rng.next() % u64::from(bits)) as u32;
+    (u128::from(rng.next()) << 64 | u128::from(rng.next())) >> (128 - width)
+}
+
+/// The 16-bit limbs of `v`, little-endian, `count` of them.
+fn limbs_of(v: u128, count: usize) -> Vec<u128> {
+    (0..count).map(|i| (v >> (16 * i)) & 0xffff).collect()
+}
+
+fn show(limbs: &[u128]) -> String {
+    limbs.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(",")
+}
+
+/// The library's `muldivmod` (floor(a * b / d) and the remainder, `nil` at
+/// 2^53 or more) and its limb helpers (multiply-add into 96 and 112 bits,
+/// two's complement, division by a small divisor, value, comparison, bytes,
+/// u64 fields) against Rust's 128-bit integers: every combination of the
+/// edges (0, 1, 2, 2^26, 2^32 - 1, 2^32, 2^52 - 1, 2^52, 2^53 - 2, 2^53 - 1,
+/// and the divisors the library meets: 840, 10^6, periods of a year) and
+/// 20,000 random inputs of every bit width per helper, run by the server's
+/// own Lua (`EVAL`), exact on every one.
+#[test]
+fn the_exact_arithmetic_agrees_with_wide_integers() {
+    if common::module_only() {
+        return; // one run is enough: it needs no module, only EVAL
+    }
+    let s = common::Server::start();
+    let mut c = s.client();
+    let script = arithmetic_script();
+    let two53: u128 = 1 << 53;
+    let run = |c: &mut redis::Connection, op: &str, args: &[String]| -> Vec<String> {
+        let mut out = Vec::new();
+        let per = match op {
+            "muldivmod" => 3,
+            "muladd" => 4,
+            "divmod" | "compare" => 2,
+            _ => 1,
+        };
+        for chunk in args.chunks(per * 1000) {
+            let mut cmd = redis::cmd("EVAL");
+            cmd.arg(&script).arg(0).arg(op).arg(chunk);
+            let answers: Vec<String> = cmd.query(c).unwrap_or_else(|e| panic!("{op}: {e}"));
+            out.extend(answers);
+        }
+        out
+    };
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let edges: Vec<u128> = vec![
+        0,
+        1,
+        2,
+        3,
+        1 << 26,
+        (1 << 32) - 1,
+        1 << 32,
+        (1 << 52) - 1,
+        1 << 52,
+        (1 << 53) - 2,
+        (1 << 53) - 1,
+        840,
+        1_000_000,
+        31_536_000_000_000,
+        999_999_937,
+    ];
+    let mut checked = 0;
+
+    // muldivmod: a, b < 2^53, 1 <= d < 2^53.
+    let mut cases: Vec<(u128, u128, u128)> = Vec::new();
+    for &a in &edges {
+        for &b in &edges {
+            for &d in edges.iter().filter(|&&d| d > 0) {
+                cases.push((a, b, d));
+            }
+        }
+    }
+    for _ in 0..20_000 {
+        let (a, b, d) = (
+            random_bits(&mut rng, 53),
+            random_bits(&mut rng, 53),
+            random_bits(&mut rng, 53).max(1),
+        );
+        cases.push((a, b, d));
+    }
+    let args: Vec<String> = cases
+        .iter()
+        .flat_map(|(a, b, d)| [a, b, d].map(|v| v.to_string()))
+        .collect();
+    for ((a, b, d), got) in cases.iter().zip(run(&mut c, "muldivmod", &args)) {
+        let (q, r) = (a * b / d, a * b % d);
+        let expected = if q >= two53 {
+            "nil nil".to_string()
+        } else {
+            format!("{q} {r}")
+        };
+        assert_eq!(got, expected, "muldivmod({a}, {b}, {d})");
+        checked += 1;
+    }
+
+    // limbs_muladd: a * b + c into 7 limbs (a, b, c < 2^53), and into 6
+    // where the result fits 96 bits.
+    let mut cases: Vec<(u128, u128, u128, usize)> = Vec::new();
+    for &a in &edges {
+        for &b in &edges {
+            cases.push((a, b, (1 << 53) - 1, 7));
+            cases.push((a, b, 0, 7));
+        }
+    }
+    for _ in 0..20_000 {
+        let (a, b, c) = (
+            random_bits(&mut rng, 53),
+            random_bits(&mut rng, 53),
+            random_bits(&mut rng, 53),
+        );
+        let count = if a * b + c < 1 << 96 { 6 } else { 7 };
+        cases.push((a, b, c, count));
+    }
+    let args: Vec<String> = cases
+        .iter()
+        .flat_map(|(a, b, c, n)| [a.to_string(), b.to_string(), c.to_string(), n.to_string()])
+        .collect();
+    for ((a, b, cc, n), got) in cases.iter().zip(run(&mut c, "muladd", &args)) {
+        assert_eq!(
+            got,
+            show(&limbs_of(a * b + cc, *n)),
+            "limbs_muladd({a}, {b}, {cc}, {n})"
+        );
+        checked += 1;
+    }
+
+    // limbs_negate (96 bits), limbs_value, limbs_bytes and back.
+    let mut values: Vec<u128> = edges.clone();
+    values.extend([(1 << 64) - 1, 1 << 64, (1 << 95) + 1, (1 << 96) - 1]);
+    for _ in 0..20_000 {
+        values.push(random_bits(&mut rng, 96));
+    }
+    let args: Vec<String> = values.iter().map(|v| show(&limbs_of(*v, 6))).collect();
+    for (v, got) in values.iter().zip(run(&mut c, "negate", &args)) {
+        let negated = ((1u128 << 96) - v) % (1 << 96);
+        assert_eq!(got, show(&limbs_of(negated, 6)), "limbs_negate({v})");
+        checked += 1;
+    }
+    for (v, got) in values.iter().zip(run(&mut c, "value", &args)) {
+        let expected = if *v >= two53 {
+            "nil".to_string()
+        } else {
+            v.to_string()
+        };
+        assert_eq!(got, expected, "limbs_value({v})");
+        checked += 1;
+    }
+    for (v, got) in values.iter().zip(run(&mut c, "bytes", &args)) {
+        assert_eq!(got, format!("{} 12", show(&limbs_of(*v, 6))), "limbs_bytes({v})");
+        checked += 1;
+    }
+
+    // limbs_divmod: up to 112 bits by 1 <= d < 2^37.
+    let mut cases: Vec<(u128, u128)> = Vec::new();
+    for &v in &values {
+        for d in [1u128, 2, 3, 840, 1_000_000, (1 << 37) - 1] {
+            cases.push((v, d));
+        }
+    }
+    for _ in 0..20_000 {
+        cases.push((random_bits(&mut rng, 112), random_bits(&mut rng, 37).max(1)));
+    }
+    let args: Vec<String> = cases
+        .iter()
+        .flat_map(|(v, d)| [show(&limbs_of(*v, 7)), d.to_string()])
+        .collect();
+    for ((v, d), got) in cases.iter().zip(run(&mut c, "divmod", &args)) {
+        assert_eq!(
+            got,
+            format!("{} {}", show(&limbs_of(v / d, 7)), v % d),
+            "limbs_divmod({v}, {d})"
+        );
+        checked += 1;
+    }
+
+    // limbs_compare.
+    let mut cases: Vec<(u128, u128)> = Vec::new();
+    for _ in 0..20_000 {
+        let a = random_bits(&mut rng, 112);
+        let b = match rng.below(3) {
+            0 => a,
+            1 => a ^ (1 << (rng.next() % 112)),
+            _ => random_bits(&mut rng, 112),
+        };
+        cases.push((a, b));
+    }
+    let args: Vec<String> = cases
+        .iter()
+        .flat_map(|(a, b)| [show(&limbs_of(*a, 7)), show(&limbs_of(*b, 7))])
+        .collect();
+    for ((a, b), got) in cases.iter().zip(run(&mut c, "compare", &args)) {
+        let expected = match a.cmp(b) {
+            std::cmp::Ordering::Less => "-1",
+            std::cmp::Ordering::Equal => "0",
+            std::cmp::Ordering::Greater => "1",
+        };
+        assert_eq!(got, expected, "limbs_compare({a}, {b})");
+        checked += 1;
+    }
+
+    // u64 fields: written little-endian, read back; read from any 8 bytes,
+    // nil at 2^53 or more.
+    let mut cases: Vec<u128> = edges.iter().copied().filter(|v| *v < two53).collect();
+    for _ in 0..20_000 {
+        cases.push(random_bits(&mut rng, 53));
+    }
+    let args: Vec<String> = cases.iter().map(|v| v.to_string()).collect();
+    for (v, got) in cases.iter().zip(run(&mut c, "u64", &args)) {
+        let le: Vec<String> = (*v as u64).to_le_bytes().iter().map(|b| b.to_string()).collect();
+        assert_eq!(got, format!("{} {v}", le.join(",")), "u64_bytes({v})");
+        checked += 1;
+    }
+    let mut cases: Vec<u64> = vec![0, (1 << 53) - 1, 1 << 53, u64::MAX];
+    for _ in 0..20_000 {
+        cases.push(rng.next() >> (rng.next() % 64));
+    }
+    let args: Vec<String> = cases
+        .iter()
+        .map(|v| {
+            v.to_le_bytes()
+                .iter()
+                .map(|b| b.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    for (v, got) in cases.iter().zip(run(&mut c, "u64_at", &args)) {
+        let expected = if u128::from(*v) >= two53 {
+            "nil".to_string()
+        } else {
+            v.to_string()
+        };
+        assert_eq!(got, expected, "u64_at({v})");
+        checked += 1;
+    }
+    println!("{checked} results of the library's exact arithmetic, each equal to the wide integers'");
+}

@@ -56,6 +56,7 @@ local WHOLE_VALUE_MAX = 64
 local LEASE_MAX = '9223372036854775807'
 
 local TWO32 = 4294967296
+local TWO51 = 2251799813685248
 local TWO52 = 4503599627370496
 local TWO53 = 9007199254740992
 
@@ -99,6 +100,28 @@ local function muldivmod(a, b, d)
   if rb < 0 then qb, rb = qb - 1, rb + d elseif rb >= d then qb, rb = qb + 1, rb - d end
   local high = a * qb
   if high >= TWO53 then return nil end
+  if d > TWO51 then
+    -- Past 2^51 even one bit at a time would leave 2^53 (r * 2 + rb < 3d):
+    -- a's bits from the top, each step modulo d without a sum past d.
+    local bits, top = {}, a
+    while top > 0 do
+      local c = top % 2
+      bits[#bits + 1] = c
+      top = (top - c) / 2
+    end
+    local q, r = 0, 0
+    for i = #bits, 1, -1 do
+      local t = d - r
+      if r >= t then q, r = q * 2 + 1, r - t else q, r = q * 2, r + r end
+      if bits[i] == 1 then
+        t = d - rb
+        if r >= t then q, r = q + 1, r - t else r = r + rb end
+      end
+    end
+    q = q + high
+    if q >= TWO53 then return nil end
+    return q, r
+  end
   -- Chunks of k bits: acc_r * 2^k + chunk * rb < 2 * d * 2^k <= 2^53.
   local span = 2
   while span * 4 * d <= TWO53 do span = span * 2 end
@@ -157,11 +180,11 @@ end
 local function limbs_negate(l)
   local out, borrow = {}, 0
   for i = 1, #l do
-    local v = -l[i] - borrow
+    -- (0 - x, not -x: the limb of a zero is 0, never the double -0.)
+    local v = 0 - l[i] - borrow
     if v < 0 then v, borrow = v + LIMB, 1 else borrow = 0 end
     out[i] = v
   end
-  -- -0 is 0: no borrow out of a zero.
   return out
 end
 
