@@ -1186,3 +1186,215 @@ fn the_exact_arithmetic_agrees_with_wide_integers() {
     }
     println!("{checked} results of the library's exact arithmetic, each equal to the wide integers'");
 }
+
+/// The library's shadow switch (`shadow = true` in its settings table, the
+/// library loaded again), beside the module's `ratelimit.shadow yes` and
+/// beside the scripts, which keep the table as it is (enforcing): every
+/// refusal of the rate functions and `rl_all` (plain, with BLOCK, past a
+/// WAIT, a partial grant of none, PEEK) is answered as the enforcing
+/// scripts answer it but allowed (`blocked` 0, `retry_after` -1, the other
+/// fields as for the refusal), records nothing and starts no block (the
+/// key's bytes and expiry as before the call), exactly as the module
+/// answers and stores (where one transaction is one instant); allowed
+/// requests are recorded as ever, and leases still refuse.
+#[test]
+fn the_library_shadow_switch() {
+    let source = common::library_source();
+    assert_eq!(
+        source.matches("  shadow = false,\n").count(),
+        1,
+        "the settings table's shadow"
+    );
+    let Some(mut both) = SideBySide::start(&source.replace("  shadow = false,\n", "  shadow = true,\n"))
+    else {
+        return; // needs the module: runs in its run
+    };
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("ratelimit.shadow")
+        .arg("yes")
+        .query(&mut both.con)
+        .unwrap();
+    let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let rates: [(&str, &str, &[&str], bool); 5] = [
+        ("RL.GCRA", "GCRA", &["0", "1", "3600"], true),
+        ("RL.TOKEN_BUCKET", "TOKEN_BUCKET", &["1", "1", "3600"], true),
+        ("RL.FIXED", "FIXED", &["1", "3600"], false),
+        ("RL.SLIDING_LOG", "SLIDING_LOG", &["1", "3600"], true),
+        ("RL.SLIDING_COUNTER", "SLIDING_COUNTER", &["1", "3600"], false),
+    ];
+    let int = |v: &Value, i: usize| match v {
+        Value::Array(items) => match items.get(i) {
+            Some(Value::Int(n)) => *n,
+            other => panic!("{v:?}: field {i} is {other:?}"),
+        },
+        other => panic!("not a reply: {other:?}"),
+    };
+    let mut shadowed = 0;
+    for (command, alg, params, reserves) in rates {
+        let mut variants: Vec<Vec<&str>> =
+            vec![vec![], vec!["BLOCK", "600"], vec!["2", "AT_MOST"], vec!["PEEK"]];
+        if reserves {
+            variants.push(vec!["WAIT", "1"]);
+            variants.push(vec!["WAIT", "1", "BLOCK", "600"]);
+        }
+        for (v, extra) in variants.iter().enumerate() {
+            for all in [false, true] {
+                let key = format!("shadow:{alg}:{v}:{all}");
+                let call = |extra: &[&str]| -> Vec<String> {
+                    let mut args = if all {
+                        owned(&["RL.ALL", "1", &key, alg])
+                    } else {
+                        owned(&[command, &key])
+                    };
+                    args.extend(owned(params));
+                    args.extend(owned(extra));
+                    args
+                };
+                let step = |args: &[String]| Step {
+                    args: bytes(args),
+                    keys: vec![key.as_bytes().to_vec()],
+                };
+                let (first, second) = (call(&[]), call(extra));
+                let outcomes = both.run(&[step(&first), step(&second)]);
+                let (taken, refused) = (&outcomes[0], &outcomes[1]);
+                // The first call is allowed and recorded by all.
+                for (e, edition) in EDITIONS.iter().enumerate() {
+                    assert_eq!(int(&taken.replies[e], 0), 0, "{first:?} in the {edition}");
+                    assert!(
+                        matches!(taken.states[e][0].0, Value::BulkString(_)),
+                        "{first:?}: recorded"
+                    );
+                }
+                // The enforcing scripts refuse the second; the library
+                // answers the same fields but allowed, and writes nothing.
+                let (Value::Array(enforced), Value::Array(library)) =
+                    (&refused.replies[2], &refused.replies[1])
+                else {
+                    panic!("{second:?}: {refused:?}");
+                };
+                assert_eq!(int(&refused.replies[2], 0), 1, "{second:?}: the scripts refuse");
+                let mut expected = enforced.clone();
+                expected[0] = Value::Int(0);
+                expected[3] = Value::Int(-1);
+                if !both.one_instant {
+                    // Not at one instant: `reset` may differ by the unit
+                    // the microseconds between the two calls cross.
+                    assert!((int(&refused.replies[1], 4) - int(&refused.replies[2], 4)).abs() <= 1);
+                    expected[4] = library[4].clone();
+                }
+                assert_eq!(library, &expected, "{second:?}: the library's shadowed refusal");
+                // (Where calls are not at one instant, each starts from the
+                // module's state, copied.)
+                let before = if both.one_instant {
+                    &taken.states[1]
+                } else {
+                    &taken.states[0]
+                };
+                assert_eq!(
+                    &refused.states[1], before,
+                    "{second:?}: the library recorded nothing"
+                );
+                if both.one_instant {
+                    assert_eq!(
+                        refused.replies[1], refused.replies[0],
+                        "{second:?}: as the module answers"
+                    );
+                    assert_eq!(
+                        refused.states[1], refused.states[0],
+                        "{second:?}: as the module stores"
+                    );
+                }
+                shadowed += 1;
+            }
+        }
+    }
+    // Leases are not affected.
+    let lease = owned(&["RL.CONCURRENCY", "shadow:leases", "1", "60"]);
+    let step = Step {
+        args: bytes(&lease),
+        keys: vec![b"shadow:leases".to_vec()],
+    };
+    let outcomes = both.run(&[step.clone(), step]);
+    for (e, edition) in EDITIONS.iter().enumerate() {
+        assert_eq!(int(&outcomes[0].replies[e], 0), 0, "{edition}");
+        assert_eq!(
+            int(&outcomes[1].replies[e], 0),
+            1,
+            "{edition}: a lease still refuses"
+        );
+    }
+    println!("{shadowed} refusals shadowed alike");
+}
+
+/// `MEMORY USAGE` of one limiter of each algorithm (and of 1,000 leases)
+/// written by the module and by the library with the same calls: the same
+/// bytes, so at most the 1.5 times of SPEC 17; printed, to be the table of
+/// docs/performance.md.
+#[test]
+fn memory_per_limiter_of_each_edition() {
+    let Some(mut both) = SideBySide::start_default() else {
+        return; // needs the module: runs in its run
+    };
+    let kind = {
+        let mut c = both.server.client();
+        common::ServerKind::of(&mut c)
+    };
+    let limiters: [(&str, &[&str], usize); 6] = [
+        ("GCRA", &["RL.GCRA", "user:000001", "15", "1", "3600"], 17),
+        (
+            "token bucket",
+            &["RL.TOKEN_BUCKET", "user:000002", "16", "1", "3600"],
+            17,
+        ),
+        (
+            "fixed window",
+            &["RL.FIXED", "user:000003", "100", "1000000000"],
+            2,
+        ),
+        (
+            "sliding counter",
+            &["RL.SLIDING_COUNTER", "user:000004", "100", "1000000000"],
+            2,
+        ),
+        (
+            "sliding log, 1,000 entries",
+            &["RL.SLIDING_LOG", "user:000005", "1000", "3600"],
+            1001,
+        ),
+        (
+            "1,000 leases",
+            &["RL.CONCURRENCY", "user:000006", "1000", "3600"],
+            1001,
+        ),
+    ];
+    println!(
+        "MEMORY USAGE on {} (bytes): module, library, scripts",
+        kind.name()
+    );
+    for (name, args, calls) in limiters {
+        let step = Step {
+            args: args.iter().map(|a| a.as_bytes().to_vec()).collect(),
+            keys: vec![args[1].as_bytes().to_vec()],
+        };
+        for chunk in vec![step; calls].chunks(200) {
+            let outcomes = both.run(chunk);
+            if both.one_instant {
+                for o in &outcomes {
+                    assert_eq!(o.states[0], o.states[1], "{name}: the same bytes");
+                }
+            }
+        }
+        let usage: Vec<i64> = (0..3).map(|e| both.memory_usage(e, args[1])).collect();
+        println!("| {name} | {} | {} | {} |", usage[0], usage[1], usage[2]);
+        for e in 1..3 {
+            assert!(
+                usage[e] * 2 <= usage[0] * 3,
+                "{name}: the {} takes {} bytes, the module {}",
+                EDITIONS[e],
+                usage[e],
+                usage[0]
+            );
+        }
+    }
+}
