@@ -359,11 +359,28 @@ impl Server {
 }
 
 /// An AOF's text without the functions library's source (its `FUNCTION
-/// LOAD` is in the AOF, and it names the module's commands), lower case.
+/// LOAD` is in the AOF, and it names the module's commands) or the
+/// scripts' (which an older server propagates with `SCRIPT LOAD`), lower
+/// case. It holds the editions' effects, never their calls: no `FCALL`,
+/// `EVALSHA` or `EVAL` (checked here, for every AOF a test reads), so that a
+/// replay, like a replica, writes the master's bytes whatever its clock.
 pub fn aof_commands(aof: &[u8]) -> String {
-    let text = String::from_utf8_lossy(aof).to_lowercase();
-    if edition() == Edition::Functions {
-        return text.replace(&library_source().to_lowercase(), "");
+    let mut text = String::from_utf8_lossy(aof).to_lowercase();
+    match edition() {
+        Edition::Module => return text,
+        Edition::Functions => text = text.replace(&library_source().to_lowercase(), ""),
+        Edition::Scripts => {
+            for entry in std::fs::read_dir(repo().join("functions/scripts")).expect("functions/scripts") {
+                let script = std::fs::read_to_string(entry.expect("a script").path()).expect("a script");
+                text = text.replace(&script.to_lowercase(), "");
+            }
+        }
+    }
+    for call in ["fcall", "fcall_ro", "evalsha", "eval"] {
+        assert!(
+            !text.contains(&format!("\r\n{call}\r\n")),
+            "the AOF holds a call ({call}), not its effects: {text}"
+        );
     }
     text
 }
