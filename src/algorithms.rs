@@ -11,16 +11,14 @@ use crate::codec::{
 use crate::command::Command;
 use crate::config;
 use crate::error::CommandError;
-use crate::options::sentence;
+use crate::options::{sentence, Opt};
 use crate::param::{capped, duration, number, Param};
 use crate::rate::{self, Judged, Rate};
 use crate::stats::{Field, Stats, RATE};
 use crate::store::Key;
 use rl_core::bounds::{MAX_BURST, MAX_LIMIT};
 use rl_core::request::Joint;
-use rl_core::{
-    FixedWindow, Gcra, Instant, Limiter, Mode, ParamError, SlidingCounter, SlidingLog, TokenBucket,
-};
+use rl_core::{FixedWindow, Gcra, Instant, Limiter, ParamError, SlidingCounter, SlidingLog, TokenBucket};
 
 /// A rate algorithm: its command, its parameters, and how they build its
 /// limiter (the builder takes exactly as many numbers as the table names:
@@ -32,10 +30,6 @@ pub struct Algorithm<C: Codec, const N: usize> {
 }
 
 impl<C: Codec, const N: usize> Rate for Algorithm<C, N> {
-    fn command(&self) -> &Command {
-        &self.command
-    }
-
     fn params(&self) -> &[Param] {
         &self.params
     }
@@ -50,7 +44,7 @@ impl<C: Codec, const N: usize> Rate for Algorithm<C, N> {
         judged: &mut Judged,
     ) -> Result<(), CommandError> {
         let name = self.command.name;
-        if matches!(options.mode, Mode::Wait(_)) && !self.reserves() {
+        if !self.reserves() && options.names(Opt::Wait) {
             return Err(CommandError::CannotWait {
                 command: name,
                 takers: waiting(),
@@ -130,7 +124,7 @@ pub static SLIDING_LOG: Algorithm<SlidingLogCodec, 2> = Algorithm {
     ),
     // Memory grows with the limit: capped by a module setting.
     params: [
-        capped(number("limit", 1, MAX_LIMIT), config::SLIDING_LOG_CAP),
+        capped(number("limit", 1, MAX_LIMIT), &config::SLIDING_LOG_CAP),
         duration("window"),
     ],
     build: |[limit, window]| SlidingLog::new(limit, window),
@@ -142,9 +136,31 @@ pub static SLIDING_COUNTER: Algorithm<SlidingCounterCodec, 2> = Algorithm {
     build: |[limit, window]| SlidingCounter::new(limit, window),
 };
 
+/// A rate algorithm as the tables see it: its command (read without a call
+/// through the trait: `RL.ALL` looks names up on every call) and the
+/// algorithm.
+#[derive(Clone, Copy)]
+pub struct Rated {
+    pub command: &'static Command,
+    pub rate: &'static dyn Rate,
+}
+
+const fn rated<C: Codec, const N: usize>(algorithm: &'static Algorithm<C, N>) -> Rated {
+    Rated {
+        command: &algorithm.command,
+        rate: algorithm,
+    }
+}
+
 /// The rate algorithms, in the order `COMMAND`, `INFO` and the errors
 /// list them.
-pub static RATES: [&'static dyn Rate; 5] = [&GCRA, &TOKEN_BUCKET, &FIXED, &SLIDING_LOG, &SLIDING_COUNTER];
+pub static RATES: [Rated; 5] = [
+    rated(&GCRA),
+    rated(&TOKEN_BUCKET),
+    rated(&FIXED),
+    rated(&SLIDING_LOG),
+    rated(&SLIDING_COUNTER),
+];
 
 /// The leases (`RL.CONCURRENCY`): their command, whose name the errors
 /// about a lease state use and whose `INFO` counts every lease expiry.
@@ -161,23 +177,22 @@ pub static LEASES: Command = Command {
 
 /// A rate algorithm's name among `RL.ALL`'s limits: its command's, without
 /// `rl.`.
-pub fn word(rate: &dyn Rate) -> &'static str {
-    let name = rate.command().name;
-    name.strip_prefix("rl.").unwrap_or(name)
+pub fn word(command: &Command) -> &'static str {
+    command.name.strip_prefix("rl.").unwrap_or(command.name)
 }
 
 /// The rate algorithm `token` names among `RL.ALL`'s limits, in any case.
-pub fn named(token: &[u8]) -> Option<&'static dyn Rate> {
-    RATES.iter().copied().find(|rate| {
-        let name = word(*rate).as_bytes();
+pub fn named(token: &[u8]) -> Option<Rated> {
+    RATES.iter().copied().find(|rated| {
         // The length first: it rules out all but one or two. The names are
-        // lower-case letters and `_`: a token byte matches its own value
-        // or, for a letter, its upper case.
-        name.len() == token.len()
-            && name
+        // `rl.`, then lower-case letters and `_`: a token byte matches once
+        // an upper-case letter is made lower-case.
+        let name = rated.command.name.as_bytes();
+        name.len() == token.len() + 3
+            && name[3..]
                 .iter()
                 .zip(token)
-                .all(|(&n, &t)| t == n || (n.is_ascii_lowercase() && t == n - 32))
+                .all(|(&n, &t)| n == t | (u8::from(t.is_ascii_uppercase()) << 5))
     })
 }
 
@@ -185,8 +200,8 @@ pub fn named(token: &[u8]) -> Option<&'static dyn Rate> {
 /// (each algorithm's own) and their shape tell: for the error of another
 /// command on that key.
 pub fn holder_of(bytes: &[u8]) -> Option<&'static str> {
-    match RATES.iter().find(|rate| rate.holds(bytes)) {
-        Some(rate) => Some(rate.command().name),
+    match RATES.iter().find(|rated| rated.rate.holds(bytes)) {
+        Some(rated) => Some(rated.command.name),
         None => codec::concurrency::holds(bytes).then_some(LEASES.name),
     }
 }
@@ -196,8 +211,43 @@ pub fn holder_of(bytes: &[u8]) -> Option<&'static str> {
 fn waiting() -> String {
     let names: Vec<String> = RATES
         .iter()
-        .filter(|rate| rate.reserves())
-        .map(|rate| rate.command().name.to_ascii_uppercase())
+        .filter(|rated| rated.rate.reserves())
+        .map(|rated| rated.command.name.to_ascii_uppercase())
         .collect();
     sentence(&names, "and")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn algorithm_names_are_found_in_any_case_and_nothing_else() {
+        for rated in RATES {
+            let word = word(rated.command);
+            for token in [word.to_string(), word.to_ascii_uppercase(), {
+                let mut mixed = word.to_string();
+                mixed.replace_range(..1, &word[..1].to_ascii_uppercase());
+                mixed
+            }] {
+                let found = named(token.as_bytes()).map(|r| r.command.name);
+                assert_eq!(found, Some(rated.command.name), "{token}");
+            }
+            // Each byte changed to its other case bit, or to a neighbour: no
+            // algorithm (a `_` is not a letter: its case bit gives DEL).
+            for i in 0..word.len() {
+                for flip in [0x20u8, 0x01] {
+                    let mut bytes = word.as_bytes().to_vec();
+                    bytes[i] ^= flip;
+                    let is_other_case = flip == 0x20 && bytes[i].is_ascii_alphabetic();
+                    if !is_other_case {
+                        assert!(named(&bytes).is_none(), "{:?}", String::from_utf8_lossy(&bytes));
+                    }
+                }
+            }
+        }
+        assert!(named(b"").is_none());
+        assert!(named(b"rl.gcra").is_none());
+        assert!(named(b"GCRA ").is_none());
+    }
 }

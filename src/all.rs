@@ -12,11 +12,11 @@
 //! write it). The reply is the binding limit's five integers and its
 //! position.
 
-use crate::algorithms::{self, RATES};
+use crate::algorithms::{self, Rated, RATES};
 use crate::args::{self, Options};
 use crate::command::Command;
 use crate::error::{printable, CommandError};
-use crate::options::{sentence, Accepts};
+use crate::options::{sentence, Accepts, Opt};
 use crate::param::number;
 use crate::rate::{Judged, Rate};
 use crate::reply::Reply;
@@ -39,6 +39,7 @@ pub static ALL: Command = Command {
 #[derive(Clone, Copy)]
 struct Limit<'a> {
     rate: &'static dyn Rate,
+    command: &'static Command,
     params: &'a [&'a [u8]],
 }
 
@@ -58,10 +59,7 @@ pub fn command<S: Keyspace>(
     let mut limits = Few::new();
     let options = parse(command, args, &mut limits)?;
     JUDGED.with(|kept| match kept.try_borrow_mut() {
-        Ok(mut judged) => {
-            judged.clear();
-            decide(command, &limits, &options, now, keys, &mut judged)
-        }
+        Ok(mut judged) => decide(command, &limits, &options, now, keys, &mut judged),
         Err(_) => decide(command, &limits, &options, now, keys, &mut Vec::new()),
     })
 }
@@ -78,10 +76,15 @@ fn decide<S: Keyspace>(
     // The keys stay open until written: the usual few in place.
     let mut open: [Option<S::Key<'_>>; INLINE_LIMITS] = [const { None }; INLINE_LIMITS];
     let mut more = Vec::new();
+    // One judgement per limit. A slot kept from an earlier call is written
+    // over whole by its limit's judgement (the usual few are never copied in
+    // afresh).
+    judged.resize_with(limits.len(), Judged::default);
     for (i, limit) in limits.iter().enumerate() {
         let mut key = keys.open(2 + i)?;
-        judged.push(Judged::default());
-        let slot = judged.last_mut().ok_or(CommandError::Internal)?;
+        let Some(slot) = judged.get_mut(i) else {
+            return Err(CommandError::Internal);
+        };
         limit
             .rate
             .judge(limit.params, options, Joint::Alone, now, &mut key, slot)
@@ -101,11 +104,14 @@ fn decide<S: Keyspace>(
         Mode::AtMost if !refused => judged.iter().map(|j| j.granted).min().map(Joint::Grant),
         _ => None,
     };
-    let waits_for = match joint {
-        Some(Joint::At(at)) if at > now => judged.iter().position(|j| j.earliest == Some(at)),
-        _ => None,
-    };
+    let mut waits_for = None;
     if let Some(joint) = joint {
+        if let Joint::At(at) = joint {
+            waits_for = judged
+                .iter()
+                .position(|j| j.earliest == Some(at))
+                .filter(|_| at > now);
+        }
         let keys = open.iter_mut().flatten().chain(&mut more);
         for (i, ((key, judged), limit)) in keys.zip(judged.iter_mut()).zip(limits.iter()).enumerate() {
             let differs = match joint {
@@ -126,18 +132,21 @@ fn decide<S: Keyspace>(
         return Err(CommandError::Internal);
     };
     let mut reply = Reply::five(&decision, options.unit).and(binding as i64 + 1);
-    if options.mode == Mode::AtMost {
+    if options.names(Opt::AtMost) {
         reply = reply.and(i64::try_from(granted).unwrap_or(i64::MAX));
     }
     Ok(crate::rate::settle(command, options, reply, granted, || {
         // Allowed: every limit's record. Refused: nothing is counted
         // anywhere, and only the limits that refuse by themselves write
         // (the blocks they start).
-        let keys = open.iter_mut().flatten().chain(&mut more);
         let mut written = false;
-        for ((key, judged), limit) in keys.zip(judged.iter()).zip(limits.iter()) {
-            if !refused || judged.decision.blocked {
-                written |= judged.store(command, limit.rate.command(), key);
+        for (i, (judged, limit)) in judged.iter().zip(limits.iter()).enumerate() {
+            let key = match open.get_mut(i) {
+                Some(slot) => slot.as_mut(),
+                None => more.get_mut(i - INLINE_LIMITS),
+            };
+            if let Some(key) = key.filter(|_| !refused || judged.decision.blocked) {
+                written |= judged.store(command, limit.command, key);
             }
         }
         written
@@ -184,7 +193,7 @@ fn parse<'a>(
     let mut at = 2 + n;
     for position in 1..=n {
         let token = args.get(at).ok_or_else(too_few)?;
-        let rate = algorithms::named(token).ok_or_else(|| {
+        let Rated { command, rate } = algorithms::named(token).ok_or_else(|| {
             miscounted(args, numkeys).unwrap_or_else(|| CommandError::UnknownAlgorithm {
                 position,
                 token: printable(token),
@@ -193,7 +202,11 @@ fn parse<'a>(
         })?;
         let count = rate.params().len();
         let params = args.get(at + 1..at + 1 + count).ok_or_else(too_few)?;
-        limits.push(Limit { rate, params });
+        limits.push(Limit {
+            rate,
+            command,
+            params,
+        });
         at += 1 + count;
     }
     args::options(command.name, &args[at..], Accepts::RATE)
@@ -223,7 +236,7 @@ fn same_key(a: &[u8], b: &[u8]) -> bool {
 fn expected() -> String {
     let names: Vec<String> = RATES
         .iter()
-        .map(|rate| algorithms::word(*rate).to_ascii_uppercase())
+        .map(|rated| algorithms::word(rated.command).to_ascii_uppercase())
         .collect();
     sentence(&names, "or")
 }
@@ -237,7 +250,7 @@ fn in_limit(position: usize, limit: &Limit<'_>, error: CommandError) -> CommandE
         | CommandError::WrongArity { .. }
         | CommandError::CannotWait { .. } => CommandError::InLimit {
             position,
-            algorithm: algorithms::word(limit.rate),
+            algorithm: algorithms::word(limit.command),
             error: Box::new(error),
         },
         other => other,
@@ -288,6 +301,10 @@ struct Few<T: Copy> {
 }
 
 impl<T: Copy> Few<T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+
     fn new() -> Self {
         Few {
             inline: [None; INLINE_LIMITS],

@@ -12,32 +12,44 @@ impl Param {
     /// duration in `unit`.
     #[inline(always)]
     pub fn parse(&self, bytes: &[u8], unit: TimeUnit) -> Result<u64, CommandError> {
-        if self.duration {
-            let per_unit = unit.micros_per_unit();
-            let max = self.max.min(MAX_PERIOD_MICROS) / per_unit;
-            Ok(parse_in_range(bytes, self.name, self.min, max)? * per_unit)
-        } else if let Some(cap) = self.cap {
-            let max = (cap.value)().min(self.max);
-            parse_in_range(bytes, self.name, self.min, max).map_err(|error| {
-                // A number past the setting's bound: say which setting
-                // raises it, while it can be raised.
-                let above = parse_redis_int(bytes).is_some_and(|v| v > 0 && v as u64 > max);
-                match error {
-                    CommandError::BadNumber { name, min, max } if above && max < cap.ceiling => {
-                        CommandError::OverCap {
-                            name,
-                            min,
-                            max,
-                            setting: cap.setting,
-                            ceiling: cap.ceiling,
-                        }
-                    }
-                    other => other,
-                }
-            })
-        } else {
-            parse_in_range(bytes, self.name, self.min, self.max)
+        let per_unit = if self.duration { unit.micros_per_unit() } else { 1 };
+        let mut max = self.max;
+        if let Some(cap) = self.cap {
+            max = max.min((cap.value)());
         }
+        if self.duration {
+            max = max.min(MAX_PERIOD_MICROS) / per_unit;
+        }
+        match short_number(bytes) {
+            Some(v) if (self.min..=max).contains(&v) => Ok(v * per_unit),
+            _ => self.parse_general(bytes, max, per_unit),
+        }
+    }
+
+    /// [`Param::parse`] of anything but a short number in range: any number
+    /// Redis reads as an integer, checked against `max` (in `per_unit`s).
+    /// Past a setting's bound, the error says which setting raises it,
+    /// while it can be raised.
+    #[cold]
+    fn parse_general(&self, bytes: &[u8], max: u64, per_unit: u64) -> Result<u64, CommandError> {
+        let (name, min) = (self.name, self.min);
+        let value = parse_redis_int(bytes);
+        match value.and_then(|v| u64::try_from(v).ok()) {
+            Some(v) if (min..=max).contains(&v) => return Ok(v * per_unit),
+            Some(v) if v > max => {
+                if let Some(cap) = self.cap.filter(|cap| max < cap.ceiling) {
+                    return Err(CommandError::OverCap {
+                        name,
+                        min,
+                        max,
+                        setting: cap.setting,
+                        ceiling: cap.ceiling,
+                    });
+                }
+            }
+            _ => {}
+        }
+        Err(CommandError::BadNumber { name, min, max })
     }
 }
 
@@ -53,9 +65,40 @@ pub struct Options {
     pub mode: Mode,
     /// `BLOCK duration`, in microseconds.
     pub block: Option<u64>,
+    /// The option words given, one bit each (`Opt::bit`): the usual call
+    /// names none but `MS`, and is told apart by one test.
+    pub named: u8,
 }
 
 impl Options {
+    /// Whether the call names `option` (one test of a byte).
+    #[inline(always)]
+    pub fn names(&self, option: Opt) -> bool {
+        self.named & option.bit() != 0
+    }
+
+    /// A request taken now, with no option but the unit: what the
+    /// algorithm alone decides and records.
+    #[inline(always)]
+    pub fn plain(&self) -> bool {
+        self.named & !Opt::Ms.bit() == 0
+    }
+
+    /// A request the algorithm alone decides when it allows it now: taken
+    /// now, or waited for, or granted in part (whatever `PEEK` and `BLOCK`
+    /// say), but not given back or forced.
+    #[inline(always)]
+    pub fn allowed_at_once(&self) -> bool {
+        self.named & (Opt::Refund.bit() | Opt::Force.bit()) == 0
+    }
+
+    /// A refusal the algorithm alone decides too: nothing to wait for, no
+    /// part to grant, no block to start.
+    #[inline(always)]
+    pub fn refused_at_once(&self) -> bool {
+        self.named & (Opt::Wait.bit() | Opt::AtMost.bit() | Opt::Block.bit()) == 0
+    }
+
     /// The request the core judges.
     pub fn request(&self) -> Request {
         Request {
@@ -172,6 +215,7 @@ pub fn options(command: &'static str, args: &[&[u8]], accepts: Accepts) -> Resul
         peek: false,
         mode: Mode::Take,
         block: None,
+        named: 0,
     };
     let mut rest = args;
     if let Some((first, tail)) = args.split_first() {
@@ -237,6 +281,7 @@ pub fn options(command: &'static str, args: &[&[u8]], accepts: Accepts) -> Resul
     if let Some(value) = block {
         options.block = Some(BLOCK_DURATION.parse(value, options.unit)?);
     }
+    options.named = seen;
     Ok(options)
 }
 
@@ -396,12 +441,24 @@ mod tests {
     }
 
     fn opts(quantity: u64, unit: TimeUnit, peek: bool, mode: Mode, block: Option<u64>) -> Options {
+        let bit = |named: bool, option: Opt| if named { option.bit() } else { 0 };
+        let taken = match mode {
+            Mode::Take => 0,
+            Mode::Refund => Opt::Refund.bit(),
+            Mode::Force => Opt::Force.bit(),
+            Mode::Wait(_) => Opt::Wait.bit(),
+            Mode::AtMost => Opt::AtMost.bit(),
+        };
         Options {
             quantity,
             unit,
             peek,
             mode,
             block,
+            named: bit(unit == TimeUnit::Millis, Opt::Ms)
+                | bit(peek, Opt::Peek)
+                | bit(block.is_some(), Opt::Block)
+                | taken,
         }
     }
 
@@ -528,7 +585,7 @@ mod tests {
 
     #[test]
     fn a_run_time_cap_lowers_the_bound_and_names_its_setting() {
-        const CAPPED: [Param; 1] = [capped(number("limit", 1, MAX_LIMIT), CAP)];
+        const CAPPED: [Param; 1] = [capped(number("limit", 1, MAX_LIMIT), &CAP)];
         let parse_limit = |v: &str| parse("rl.test", &CAPPED, &[v.as_bytes()]);
         assert_eq!(parse_limit("100").unwrap().0, [100]);
         assert_eq!(
@@ -538,7 +595,7 @@ mod tests {
         // At its ceiling, the setting can raise nothing.
         const AT_CEILING: [Param; 1] = [capped(
             number("limit", 1, MAX_LIMIT),
-            Cap {
+            &Cap {
                 value: || 1000,
                 ..CAP
             },

@@ -52,5 +52,5 @@ pub fn command<S: Keyspace>(
     if args.len() > 6 {
         return Err(arity);
     }
-    rate::command(&GCRA, args, now, keys)
+    rate::command(&GCRA.command, &GCRA, args, now, keys)
 }

@@ -33,7 +33,7 @@ const _: () = assert!(TIMEOUT.max == MAX_TIMEOUT_MICROS);
 /// `RL.CONCURRENCY`'s parameters. Memory grows with the leases held: the
 /// limit is capped by a module setting.
 pub const PARAMS: [Param; 2] = [
-    capped(number("limit", 1, MAX_LIMIT), config::CONCURRENCY_CAP),
+    capped(number("limit", 1, MAX_LIMIT), &config::CONCURRENCY_CAP),
     TIMEOUT,
 ];
 

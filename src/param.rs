@@ -12,7 +12,7 @@ pub struct Param {
     /// The upper bound; for a duration, in microseconds.
     pub max: u64,
     /// A lower upper bound set at run time (a module setting).
-    pub cap: Option<Cap>,
+    pub cap: Option<&'static Cap>,
     /// A duration in the command's unit (seconds, or milliseconds with `MS`).
     pub duration: bool,
 }
@@ -51,7 +51,7 @@ pub struct Cap {
 }
 
 /// `param`, with an upper bound lowered at run time by a module setting.
-pub const fn capped(param: Param, cap: Cap) -> Param {
+pub const fn capped(param: Param, cap: &'static Cap) -> Param {
     Param {
         cap: Some(cap),
         ..param

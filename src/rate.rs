@@ -8,13 +8,13 @@ use crate::codec::{ChangeOf, Codec, RefundOf, StateOf};
 use crate::command::Command;
 use crate::config;
 use crate::error::{printable, CommandError};
-use crate::options::Accepts;
+use crate::options::{Accepts, Opt};
 use crate::param::Param;
 use crate::reply::Reply;
 use crate::stats::Field;
 use crate::store::{Content, Key, Keyspace, Write};
 use rl_core::request::Joint;
-use rl_core::{request, Decision, Effect, Giveback, Instant, Mode, Overdrawn};
+use rl_core::{request, Decision, Effect, Giveback, Instant, Limiter, Mode, Overdrawn, RetryAfter};
 
 /// What deciding one limit gives: the decision, and the write that stores
 /// it (none for a query, `PEEK`, or a refusal that starts no block). Filled
@@ -57,9 +57,6 @@ impl Judged {
 /// A rate algorithm, whatever its parameters and state: what the registry,
 /// the rate commands, alone or several at once, see of it.
 pub trait Rate: Sync {
-    /// Its own command: its name for messages, its counters.
-    fn command(&self) -> &Command;
-
     fn params(&self) -> &[Param];
 
     /// Decide a request on `key` with the limiter `params` describe (exactly
@@ -86,21 +83,21 @@ pub trait Rate: Sync {
     fn reserves(&self) -> bool;
 }
 
-/// A rate command: `args[0]` is its name, `args[1]` the key, then the
-/// algorithm's parameters and the options.
+/// A rate command, `rate`'s own (`command`): `args[0]` is its name,
+/// `args[1]` the key, then the algorithm's parameters and the options.
 pub fn command<S: Keyspace>(
+    command: &Command,
     rate: &dyn Rate,
     args: &[&[u8]],
     now: Instant,
     keys: &S,
 ) -> Result<Reply, CommandError> {
-    let command = rate.command();
     let (params, options) = args::after_key(command.name, args, rate.params().len(), Accepts::RATE)?;
     let mut key = keys.open(1)?;
     let mut judged = Judged::default();
     rate.judge(params, &options, Joint::Alone, now, &mut key, &mut judged)?;
     let mut reply = Reply::five(&judged.decision, options.unit);
-    if options.mode == Mode::AtMost {
+    if options.names(Opt::AtMost) {
         reply = reply.and(i64::try_from(judged.granted).unwrap_or(i64::MAX));
     }
     Ok(settle(command, &options, reply, judged.granted, || {
@@ -123,6 +120,9 @@ pub fn settle(
         return reply.shadowed();
     }
     let written = store();
+    if options.plain() {
+        return reply;
+    }
     if !written {
         // A query, PEEK, a refusal, a refund that changed nothing.
         return match options.mode {
@@ -160,6 +160,22 @@ pub fn judge<C: Codec>(
     judged: &mut Judged,
     holder_of: fn(&[u8]) -> Option<&'static str>,
 ) -> Result<(), CommandError> {
+    // The usual call (a request taken now, or one that waits or takes what
+    // it can and is allowed now, on a key without a block): the algorithm
+    // alone decides and records it, in one step. Anything else, or a state
+    // it cannot read, takes the general path.
+    if options.allowed_at_once() && matches!(joint, Joint::Alone) {
+        let taken = match key.read() {
+            Content::Empty => take_at_once::<C>(limiter, None, options, now, judged),
+            Content::String(bytes) if !Frame::framed_value(bytes) => C::decode(bytes)
+                .ok()
+                .and_then(|state| take_at_once::<C>(limiter, Some(&state), options, now, judged)),
+            _ => None,
+        };
+        if let Some(taken) = taken {
+            return taken.map_err(|entries| too_long(key.name(), entries));
+        }
+    }
     let fault = {
         let read = match key.read() {
             Content::Empty => Ok((Frame::EMPTY, None)),
@@ -200,13 +216,69 @@ pub fn judge<C: Codec>(
         Fault::Overdrawn => CommandError::Overdrawn {
             key: printable(key.name()),
         },
-        Fault::TooLong(entries) => CommandError::LogTooLong {
-            key: printable(key.name()),
-            entries,
-            max: config::sliding_log_max_limit(),
-            setting: config::SLIDING_LOG_CAP.setting,
-        },
+        Fault::TooLong(entries) => too_long(key.name(), entries),
     })
+}
+
+/// A request on a key without a block that the algorithm alone decides
+/// (see [`Options::allowed_at_once`]): its decision and, but with `PEEK`,
+/// its record planned (what the general path does for it, without the
+/// options' steps). `None`: a refusal the options decide (a wait, a smaller
+/// grant, a block). `Err`: a log that would hold this many entries, past its
+/// setting.
+#[inline(always)]
+fn take_at_once<C: Codec>(
+    limiter: &C::Limiter,
+    state: Option<&StateOf<'_, C>>,
+    options: &Options,
+    now: Instant,
+    judged: &mut Judged,
+) -> Option<Result<(), u64>> {
+    let quantity = options.quantity;
+    let outcome = limiter.check(state, now, quantity);
+    let Some(update) = outcome.update else {
+        if outcome.decision.blocked && !options.refused_at_once() {
+            return None;
+        }
+        judged.decision = outcome.decision;
+        judged.granted = 0;
+        judged.earliest = match outcome.decision.retry_after {
+            RetryAfter::Allowed => Some(now),
+            RetryAfter::After(wait) => Some(now.saturating_add(wait)),
+            RetryAfter::Never => None,
+        };
+        judged.logged = 0;
+        judged.write = None;
+        return Some(Ok(()));
+    };
+    judged.decision = outcome.decision;
+    judged.granted = quantity;
+    judged.earliest = Some(now);
+    let logged = C::entries_logged(&update.change);
+    if logged > 0 {
+        let entries = C::entries_after(state, &update.change);
+        if entries > config::sliding_log_max_limit() {
+            return Some(Err(entries));
+        }
+    }
+    judged.logged = logged;
+    if options.peek {
+        judged.write = None;
+    } else {
+        judged.write = Some(C::plan(state, &update.change, update.expires_at.ceil_millis()));
+    }
+    Some(Ok(()))
+}
+
+/// The error of a log that would hold `entries`, past its setting.
+#[cold]
+fn too_long(key: &[u8], entries: u64) -> CommandError {
+    CommandError::LogTooLong {
+        key: printable(key),
+        entries,
+        max: config::sliding_log_max_limit(),
+        setting: config::SLIDING_LOG_CAP.setting,
+    }
 }
 
 /// Why a judgement found nothing to write: the stored bytes, or a request

@@ -4,7 +4,7 @@
 //! A rate algorithm is one core file, one codec file and one row of
 //! `algorithms`; its command's row here follows from it.
 
-use crate::algorithms::{self, LEASES, RATES};
+use crate::algorithms::{self, Rated, LEASES, RATES};
 use crate::all;
 use crate::cl_throttle;
 use crate::command::Command;
@@ -84,8 +84,8 @@ impl Row {
             Kind::All => {
                 let algorithms = RATES
                     .iter()
-                    .map(|rate| {
-                        let name = algorithms::word(*rate);
+                    .map(|&Rated { command, rate }| {
+                        let name = algorithms::word(command);
                         let token = Some(name.to_ascii_uppercase());
                         docs::block(name, token, docs::params(rate.params()).collect())
                     })
@@ -127,7 +127,7 @@ pub fn key_positions(row: &Row, args: &[&[u8]]) -> std::ops::Range<usize> {
 pub fn run<S: Keyspace>(row: &Row, args: &[&[u8]], now: Instant, keys: &S) -> Result<Reply, CommandError> {
     let command = row.command;
     match row.kind {
-        Kind::Rate(rate) => rate::command(rate, args, now, keys),
+        Kind::Rate(rate) => rate::command(command, rate, args, now, keys),
         Kind::ClThrottle => cl_throttle::command(command, args, now, keys),
         Kind::All => all::command(command, args, now, keys),
         Kind::Concurrency => concurrency::acquire(command, args, now, keys),

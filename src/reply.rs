@@ -18,7 +18,7 @@ pub enum Outcome {
 pub enum Reply {
     /// redis-cell's five integers (blocked, limit, remaining, retry_after,
     /// reset), then those a command adds (the binding limit's position
-    /// among several, a lease), `len` in all.
+    /// among several, a lease), `len` in all: 5 to [`Reply::MOST`].
     Decision {
         fields: [i64; Reply::MOST],
         len: u8,

@@ -31,6 +31,12 @@ impl<'a> Frame<'a> {
         state: &[],
     };
 
+    /// Whether a stored value starts with a block header (ended or not).
+    #[inline(always)]
+    pub fn framed_value(bytes: &[u8]) -> bool {
+        bytes.first() == Some(&TAG)
+    }
+
     /// Split a stored value. A value that does not start with the header's
     /// tag is a state alone (no algorithm's state starts with it).
     #[inline]

@@ -43,31 +43,51 @@ fn slot(i: usize) -> usize {
     HEADER + i * ENTRY_BYTES
 }
 
-/// Every entry of `log` in order with `count` more at `at` among them
-/// (after those at or before `at`, before the `later` ones), keeping the
+/// Every entry of `log` in order, then `count` more at `at`, keeping the
 /// newest `keep`: a linear log (oldest in slot 0).
-fn rebuild(log: Option<&LogView<'_>>, append: &Append, keep: usize, later: usize) -> Bytes {
+fn rebuild(log: Option<&LogView<'_>>, append: &Append, keep: usize) -> Bytes {
     let old = log.map_or(0, LogView::len);
     let count = usize::try_from(append.count).unwrap_or(usize::MAX);
     let total = old.saturating_add(count);
     let skip = total.saturating_sub(keep);
+    let mut value = Bytes::with_capacity(HEADER + total.min(keep) * ENTRY_BYTES);
+    value.push(&header(0));
+    if let Some(log) = log {
+        for i in skip.min(old)..old {
+            value.push(&log.get(i).to_le_bytes());
+        }
+    }
+    push_entries(
+        &mut value,
+        append.at.as_micros(),
+        count - skip.saturating_sub(old),
+    );
+    value
+}
+
+/// [`rebuild`] when the newest `later` entries of `log` are later than the
+/// new ones (a reservation pending, or a clock that stepped back): the new
+/// entries go before them, and they stay the newest.
+#[cold]
+fn rebuild_among(log: &LogView<'_>, append: &Append, keep: usize, later: usize) -> Bytes {
+    let old = log.len();
+    let count = usize::try_from(append.count).unwrap_or(usize::MAX);
+    let total = old.saturating_add(count);
     let before = old - later.min(old);
     let mut value = Bytes::with_capacity(HEADER + total.min(keep) * ENTRY_BYTES);
     value.push(&header(0));
-    // The oldest `skip` go: first of those before the new entries, then of
-    // the new ones, then of the later ones.
-    let push_old = |value: &mut Bytes, from: usize, to: usize| {
-        if let Some(log) = log {
-            for i in from..to {
-                value.push(&log.get(i).to_le_bytes());
-            }
-        }
-    };
-    push_old(&mut value, skip.min(before), before);
+    // The oldest `total - keep` go: first of those before the new entries,
+    // then of the new ones, then of the later ones.
+    let skip = total.saturating_sub(keep);
+    for i in skip.min(before)..before {
+        value.push(&log.get(i).to_le_bytes());
+    }
     let skipped = skip.saturating_sub(before);
     push_entries(&mut value, append.at.as_micros(), count.saturating_sub(skipped));
     let skipped = skipped.saturating_sub(count);
-    push_old(&mut value, before + skipped.min(later), old);
+    for i in before + skipped.min(later)..old {
+        value.push(&log.get(i).to_le_bytes());
+    }
     value
 }
 
@@ -163,18 +183,29 @@ impl Codec for SlidingLogCodec {
 
     fn plan(state: Option<&StateOf<'_, Self>>, append: &ChangeOf<Self>, expire_at_ms: u64) -> Write {
         let keep = usize::try_from(append.keep).unwrap_or(usize::MAX);
-        // Entries later than the new ones (a reservation's) stay the
-        // newest: they move, so the log is written whole (rare: only while
-        // a reservation is pending, or after the clock stepped back).
-        let later = state.map_or(0, |log| log.count_later_than(u128::from(append.at.as_micros())));
-        state
-            .filter(|_| later == 0)
-            .and_then(|log| patch(log, append, keep, expire_at_ms))
-            .unwrap_or_else(|| Write::Set {
-                value: rebuild(state, append, keep, later),
-                expire_at_ms,
-                share: false,
-            })
+        let at = append.at.as_micros();
+        let value = match state {
+            // Entries later than the new ones (a reservation's) stay the
+            // newest: they move, so the log is written whole.
+            Some(log)
+                if log
+                    .len()
+                    .checked_sub(1)
+                    .is_some_and(|newest| log.get(newest) > at) =>
+            {
+                rebuild_among(log, append, keep, log.count_later_than(u128::from(at)))
+            }
+            Some(log) => match patch(log, append, keep, expire_at_ms) {
+                Some(write) => return write,
+                None => rebuild(state, append, keep),
+            },
+            None => rebuild(None, append, keep),
+        };
+        Write::Set {
+            value,
+            expire_at_ms,
+            share: false,
+        }
     }
 
     fn plan_refund(log: &LogView<'_>, refund: &Shed, expire_at_ms: u64) -> Write {

@@ -148,29 +148,45 @@ fn tell_key_positions(api: &Api, ctx: *mut raw::RedisModuleCtx, positions: std::
 ///
 /// # Safety
 /// `ctx` is the running command's context.
+#[inline(always)]
 unsafe fn reply(api: &Api, ctx: *mut raw::RedisModuleCtx, result: Result<Reply, CommandError>) {
-    let integers = |fields: &[i64]| {
+    match result {
         // SAFETY: the caller's contract.
-        unsafe {
-            (api.reply_with_array)(ctx, fields.len() as c_long);
-            for &v in fields {
+        // Five integers, then up to two more: written without a loop (a
+        // decision always has the five).
+        Ok(Reply::Decision { fields, len, .. }) => unsafe {
+            let len = len.max(5);
+            let [blocked, limit, remaining, retry_after, reset, sixth, seventh] = fields;
+            (api.reply_with_array)(ctx, c_long::from(len));
+            for v in [blocked, limit, remaining, retry_after, reset] {
                 (api.reply_with_long_long)(ctx, v);
             }
-        }
-    };
-    match result {
-        Ok(reply @ Reply::Decision { .. }) => integers(reply.fields()),
+            if len > 5 {
+                (api.reply_with_long_long)(ctx, sixth);
+            }
+            if len > 6 {
+                (api.reply_with_long_long)(ctx, seventh);
+            }
+        },
         // SAFETY: the caller's contract.
         Ok(Reply::Integer(v)) => unsafe {
             (api.reply_with_long_long)(ctx, v);
         },
-        Err(error) => {
-            // Messages quote input only through `printable`, which escapes
-            // NUL; the fallback is for a message that would still hold one.
-            let message =
-                CString::new(error.to_string()).unwrap_or_else(|_| CString::from(c"ERR invalid request"));
-            // SAFETY: the caller's contract; the server copies the message.
-            unsafe { (api.reply_with_error)(ctx, message.as_ptr()) };
-        }
+        // SAFETY: the caller's contract.
+        Err(error) => unsafe { reply_error(api, ctx, &error) },
     }
+}
+
+/// Write an error reply.
+///
+/// # Safety
+/// `ctx` is the running command's context.
+#[cold]
+#[inline(never)]
+unsafe fn reply_error(api: &Api, ctx: *mut raw::RedisModuleCtx, error: &CommandError) {
+    // Messages quote input only through `printable`, which escapes NUL; the
+    // fallback is for a message that would still hold one.
+    let message = CString::new(error.to_string()).unwrap_or_else(|_| CString::from(c"ERR invalid request"));
+    // SAFETY: the caller's contract; the server copies the message.
+    unsafe { (api.reply_with_error)(ctx, message.as_ptr()) };
 }

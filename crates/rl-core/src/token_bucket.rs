@@ -122,6 +122,7 @@ impl TokenBucket {
 
     /// The answer at `now` for a bucket left at `left` grains as of `at`
     /// (no earlier than `now`), and its update.
+    #[inline(always)]
     fn recorded(&self, now: Instant, at: Instant, left: i128) -> Outcome<Tokens> {
         let stored = Tokens {
             level: left,
