@@ -60,6 +60,10 @@ local TWO51 = 2251799813685248
 local TWO52 = 4503599627370496
 local TWO53 = 9007199254740992
 
+-- The values of a list (Lua's global `unpack`, whose name the library
+-- gives to struct.unpack below).
+local function spread(list) return unpack(list) end
+
 -- Standard library functions, bound on the first call (see the header).
 local floor, fmt, sub, byte, char, rep, find, lower, upper, concat, pack, unpack, sort, call, pcall_r
 local set_repl, REPL_NONE, REPL_ALL
@@ -327,105 +331,110 @@ end
 -- The options, their words and how they exclude each other (src/options.rs's
 -- table; tests/functions.rs checks that the two agree).
 local MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK = 1, 2, 3, 4, 5, 6, 7
-local OPTION_WORDS = { 'MS', 'PEEK', 'REFUND', 'FORCE', 'WAIT', 'AT_MOST', 'BLOCK' }
-local OPTION_OF = { ms = MS, peek = PEEK, refund = REFUND, force = FORCE, wait = WAIT, at_most = AT_MOST, block = BLOCK }
-local TAKE_WAYS = 'each says how the units are taken: choose one'
-local EXCLUSIVE = {
-  { REFUND, FORCE, TAKE_WAYS },
-  { REFUND, WAIT, TAKE_WAYS },
-  { REFUND, AT_MOST, TAKE_WAYS },
-  { FORCE, WAIT, TAKE_WAYS },
-  { FORCE, AT_MOST, TAKE_WAYS },
-  { WAIT, AT_MOST, TAKE_WAYS },
-  { REFUND, BLOCK, 'a refund is never refused' },
-  { FORCE, BLOCK, 'a forced request is never refused' },
-}
-local RATE_OPTIONS = { MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK }
-local LEASE_OPTIONS = { MS, PEEK }
-local UNIT_OPTIONS = { MS }
-
 -- The modes (rl-core's Mode).
 local TAKE = 0
 
-local function accepts_words(accepts, last)
-  local list = {}
-  for i = 1, #accepts do list[i] = OPTION_WORDS[accepts[i]] end
-  return words(list, last)
-end
+-- (Blocks of their own keep helpers out of the top level, which may hold
+-- at most 200 locals.)
+local RATE_OPTIONS = { MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK }
+local LEASE_OPTIONS = { MS, PEEK }
+local UNIT_OPTIONS = { MS }
+local unknown_option, options
+do
+  local OPTION_WORDS = { 'MS', 'PEEK', 'REFUND', 'FORCE', 'WAIT', 'AT_MOST', 'BLOCK' }
+  local OPTION_OF = { ms = MS, peek = PEEK, refund = REFUND, force = FORCE, wait = WAIT, at_most = AT_MOST, block = BLOCK }
+  local TAKE_WAYS = 'each says how the units are taken: choose one'
+  local EXCLUSIVE = {
+    { REFUND, FORCE, TAKE_WAYS },
+    { REFUND, WAIT, TAKE_WAYS },
+    { REFUND, AT_MOST, TAKE_WAYS },
+    { FORCE, WAIT, TAKE_WAYS },
+    { FORCE, AT_MOST, TAKE_WAYS },
+    { WAIT, AT_MOST, TAKE_WAYS },
+    { REFUND, BLOCK, 'a refund is never refused' },
+    { FORCE, BLOCK, 'a forced request is never refused' },
+  }
 
-local function taken(accepts, option)
-  for i = 1, #accepts do
-    if accepts[i] == option then return true end
+  local function accepts_words(accepts, last)
+    local list = {}
+    for i = 1, #accepts do list[i] = OPTION_WORDS[accepts[i]] end
+    return words(list, last)
   end
-  return false
-end
 
-local function unknown_option(command, token, accepts, takes_quantity)
-  local option = OPTION_OF[lower(token)]
-  if option then
-    fail(fmt('ERR syntax error: \'%s\' does not take %s (it takes %s)', command, OPTION_WORDS[option],
-      accepts_words(accepts, 'or')))
-  end
-  local first = byte(token, 1)
-  local numeric = first and ((first >= 48 and first <= 57) or first == 45)
-  local hint = ''
-  if takes_quantity and numeric then
-    hint = '; quantity comes right after the parameters, before any option'
-  end
-  fail(fmt('ERR syntax error: unknown option \'%s\' (expected %s%s)', printable(token), accepts_words(accepts, 'or'), hint))
-end
-
--- `[quantity] [options]` from args[from]: a request {q, unit, peek, mode,
--- max_wait, block}.
-local function options(command, args, from, accepts)
-  local req = { q = 1, unit = 1000000, peek = false, mode = TAKE }
-  local i, n = from, #args
-  if i <= n then
-    local first = byte(args[i], 1)
-    local alphabetic = first and ((first >= 65 and first <= 90) or (first >= 97 and first <= 122))
-    if not alphabetic then
-      req.q = number(args[i], 'quantity', 0, MAX_QUANTITY)
-      i = i + 1
+  local function taken(accepts, option)
+    for i = 1, #accepts do
+      if accepts[i] == option then return true end
     end
+    return false
   end
-  if i > n then return req end
-  local seen, block, max_wait = {}, nil, nil
-  while i <= n do
-    local token = args[i]
+
+  function unknown_option(command, token, accepts, takes_quantity)
     local option = OPTION_OF[lower(token)]
-    if not option or not taken(accepts, option) then unknown_option(command, token, accepts, true) end
-    if option == WAIT or option == BLOCK then
-      if seen[option] then fail('ERR syntax error: ' .. OPTION_WORDS[option] .. ' is given twice') end
-      i = i + 1
-      local value = args[i]
-      if not value then
-        fail(fmt('ERR syntax error: %s needs a value (%s)', OPTION_WORDS[option],
-          option == WAIT and 'WAIT max_wait' or 'BLOCK duration'))
+    if option then
+      fail(fmt('ERR syntax error: \'%s\' does not take %s (it takes %s)', command, OPTION_WORDS[option],
+        accepts_words(accepts, 'or')))
+    end
+    local first = byte(token, 1)
+    local numeric = first and ((first >= 48 and first <= 57) or first == 45)
+    local hint = ''
+    if takes_quantity and numeric then
+      hint = '; quantity comes right after the parameters, before any option'
+    end
+    fail(fmt('ERR syntax error: unknown option \'%s\' (expected %s%s)', printable(token), accepts_words(accepts, 'or'), hint))
+  end
+
+  -- `[quantity] [options]` from args[from]: a request {q, unit, peek, mode,
+  -- max_wait, block}.
+  function options(command, args, from, accepts)
+    local req = { q = 1, unit = 1000000, peek = false, mode = TAKE }
+    local i, n = from, #args
+    if i <= n then
+      local first = byte(args[i], 1)
+      local alphabetic = first and ((first >= 65 and first <= 90) or (first >= 97 and first <= 122))
+      if not alphabetic then
+        req.q = number(args[i], 'quantity', 0, MAX_QUANTITY)
+        i = i + 1
       end
-      if option == WAIT then max_wait = value else block = value end
     end
-    seen[option] = true
-    if option == MS then
-      req.unit = 1000
-    elseif option == PEEK then
-      req.peek = true
-    elseif option ~= BLOCK and option ~= WAIT then
-      req.mode = option
+    if i > n then return req end
+    local seen, block, max_wait = {}, nil, nil
+    while i <= n do
+      local token = args[i]
+      local option = OPTION_OF[lower(token)]
+      if not option or not taken(accepts, option) then unknown_option(command, token, accepts, true) end
+      if option == WAIT or option == BLOCK then
+        if seen[option] then fail('ERR syntax error: ' .. OPTION_WORDS[option] .. ' is given twice') end
+        i = i + 1
+        local value = args[i]
+        if not value then
+          fail(fmt('ERR syntax error: %s needs a value (%s)', OPTION_WORDS[option],
+            option == WAIT and 'WAIT max_wait' or 'BLOCK duration'))
+        end
+        if option == WAIT then max_wait = value else block = value end
+      end
+      seen[option] = true
+      if option == MS then
+        req.unit = 1000
+      elseif option == PEEK then
+        req.peek = true
+      elseif option ~= BLOCK and option ~= WAIT then
+        req.mode = option
+      end
+      i = i + 1
     end
-    i = i + 1
-  end
-  for k = 1, #EXCLUSIVE do
-    local pair = EXCLUSIVE[k]
-    if seen[pair[1]] and seen[pair[2]] then
-      fail(fmt('ERR syntax error: %s and %s cannot be combined (%s)', OPTION_WORDS[pair[1]], OPTION_WORDS[pair[2]], pair[3]))
+    for k = 1, #EXCLUSIVE do
+      local pair = EXCLUSIVE[k]
+      if seen[pair[1]] and seen[pair[2]] then
+        fail(fmt('ERR syntax error: %s and %s cannot be combined (%s)', OPTION_WORDS[pair[1]], OPTION_WORDS[pair[2]], pair[3]))
+      end
     end
+    if max_wait then
+      req.mode = WAIT
+      req.max_wait = duration(max_wait, 'WAIT max_wait', 0, req.unit)
+    end
+    if block then req.block = duration(block, 'BLOCK duration', 1, req.unit) end
+    return req
   end
-  if max_wait then
-    req.mode = WAIT
-    req.max_wait = duration(max_wait, 'WAIT max_wait', 0, req.unit)
-  end
-  if block then req.block = duration(block, 'BLOCK duration', 1, req.unit) end
-  return req
 end
 
 -------------------------------------------------------------------------------
@@ -496,130 +505,133 @@ end
 -- `u` and ticks `f` (0 <= f < d) of 1/d µs, d = count / gcd(period, count):
 -- the module's ticks, split so that each part fits a double.
 
-local Gcra = {}
-Gcra.__index = Gcra
+local Gcra, new_gcra
+do
+  Gcra = {}
+  Gcra.__index = Gcra
 
-local function tt_add(au, af, bu, bf, d)
-  local u, f = au + bu, af + bf
-  if f >= d then u, f = u + 1, f - d end
-  return u, f
-end
-
-local function tt_sub(au, af, bu, bf, d)
-  local u, f = au - bu, af - bf
-  if f < 0 then u, f = u - 1, f + d end
-  return u, f
-end
-
-local function tt_gt(au, af, bu, bf)
-  return au > bu or (au == bu and af > bf)
-end
-
-local function ceil_us(u, f)
-  if f > 0 then return u + 1 end
-  return u
-end
-
-local function new_gcra(max_burst, count, period)
-  local g = gcd(period, count)
-  local lim = setmetatable({ limit = max_burst + 1, d = count / g, T = period / g, reserves = true }, Gcra)
-  lim.tol_u, lim.tol_f = muldivmod(lim.limit, lim.T, lim.d)
-  return lim
-end
-
--- The ticks of (u, f) as whole emission intervals and the rest in ticks.
-function Gcra:per_interval(u, f)
-  local q, r = muldivmod(u, self.d, self.T)
-  if not q then return nil end
-  local extra, rest = divmod_floor(r + f, self.T)
-  return q + extra, rest
-end
-
--- How many requests fit between (u, f) and the horizon (hu, hf).
-function Gcra:free(hu, hf, u, f)
-  if not tt_gt(hu, hf, u, f) then return 0 end
-  local du, df = tt_sub(hu, hf, u, f, self.d)
-  return min(self:per_interval(du, df), self.limit)
-end
-
-function Gcra:recorded(now, nu, nf)
-  if nu >= RANGE.instant then beyond('the theoretical arrival time would be') end
-  local hu, hf = tt_add(now, 0, self.tol_u, self.tol_f, self.d)
-  local ru, rf = tt_sub(nu, nf, now, 0, self.d)
-  return {
-    d = decision(false, self.limit, self:free(hu, hf, nu, nf), ALLOWED, ceil_us(ru, rf)),
-    change = { u = nu, f = nf },
-    expires_at = ceil_us(nu, nf),
-  }
-end
-
-function Gcra:tat(state, at)
-  if state and tt_gt(state.u, state.f, at, 0) then return state.u, state.f end
-  return at, 0
-end
-
-function Gcra:check(state, now, q)
-  local d = self.d
-  local tu, tf = self:tat(state, now)
-  local hu, hf = tt_add(now, 0, self.tol_u, self.tol_f, d)
-  local ru, rf = tt_sub(tu, tf, now, 0, d)
-  local dec = decision(false, self.limit, self:free(hu, hf, tu, tf), ALLOWED, ceil_us(ru, rf))
-  local done = settled(dec, q)
-  if done then return done end
-  local qu, qf = muldivmod(q, self.T, d)
-  local nu, nf = tt_add(tu, tf, qu, qf, d)
-  if tt_gt(nu, nf, hu, hf) then
-    dec.blocked = true
-    dec.retry = ceil_us(tt_sub(nu, nf, hu, hf, d))
-    return unchanged(dec)
+  local function tt_add(au, af, bu, bf, d)
+    local u, f = au + bu, af + bf
+    if f >= d then u, f = u + 1, f - d end
+    return u, f
   end
-  return self:recorded(now, nu, nf)
-end
 
-function Gcra:force(state, now, q)
-  local d = self.d
-  local tu, tf = self:tat(state, now)
-  -- Overdrawn (rl-core): TAT - now + q * T > MAX_HELD * T, counted in
-  -- emission intervals.
-  local ahead_u, ahead_f = tt_sub(tu, tf, now, 0, d)
-  local k, rest = self:per_interval(ahead_u, ahead_f)
-  if not k then beyond('the theoretical arrival time would be') end
-  if k + q > MAX_HELD or (k + q == MAX_HELD and rest > 0) then return nil end
-  local qu, qf = muldivmod(q, self.T, d)
-  if not qu or qu >= RANGE.instant - tu then beyond('the theoretical arrival time would be') end
-  return self:recorded(now, tt_add(tu, tf, qu, qf, d))
-end
-
-function Gcra:reserve(state, now, at, q)
-  local tu, tf = self:tat(state, max(at, now))
-  local qu, qf = muldivmod(q, self.T, self.d)
-  return self:recorded(now, tt_add(tu, tf, qu, qf, self.d))
-end
-
-function Gcra:rested_at(state, now)
-  if not state then return now end
-  return max(ceil_us(state.u, state.f), now)
-end
-
-function Gcra:refund(state, now, q)
-  if not state or q == 0 or not tt_gt(state.u, state.f, now, 0) then
-    return refunded(self, state, now, 'same')
+  local function tt_sub(au, af, bu, bf, d)
+    local u, f = au - bu, af - bf
+    if f < 0 then u, f = u - 1, f + d end
+    return u, f
   end
-  local bu, bf = muldivmod(q, self.T, self.d)
-  if not bu or not tt_gt(state.u, state.f, bu, bf) then return refunded(self, state, now, 'rested') end
-  local tu, tf = tt_sub(state.u, state.f, bu, bf, self.d)
-  if not tt_gt(tu, tf, now, 0) then return refunded(self, state, now, 'rested') end
-  return refunded(self, state, now, 'store', { u = tu, f = tf })
-end
 
--- The stored TAT in this limiter's ticks, rounded up (later) when it was
--- written with another denominator: it never admits more.
-function Gcra:adopt(raw)
-  if raw.d == self.d then return { u = raw.u, f = raw.f } end
-  local c, r = muldivmod(raw.f, self.d, raw.d)
-  if r > 0 then c = c + 1 end
-  if c == self.d then return { u = raw.u + 1, f = 0 } end
-  return { u = raw.u, f = c }
+  local function tt_gt(au, af, bu, bf)
+    return au > bu or (au == bu and af > bf)
+  end
+
+  local function ceil_us(u, f)
+    if f > 0 then return u + 1 end
+    return u
+  end
+
+  function new_gcra(max_burst, count, period)
+    local g = gcd(period, count)
+    local lim = setmetatable({ limit = max_burst + 1, d = count / g, T = period / g, reserves = true }, Gcra)
+    lim.tol_u, lim.tol_f = muldivmod(lim.limit, lim.T, lim.d)
+    return lim
+  end
+
+  -- The ticks of (u, f) as whole emission intervals and the rest in ticks.
+  function Gcra:per_interval(u, f)
+    local q, r = muldivmod(u, self.d, self.T)
+    if not q then return nil end
+    local extra, rest = divmod_floor(r + f, self.T)
+    return q + extra, rest
+  end
+
+  -- How many requests fit between (u, f) and the horizon (hu, hf).
+  function Gcra:free(hu, hf, u, f)
+    if not tt_gt(hu, hf, u, f) then return 0 end
+    local du, df = tt_sub(hu, hf, u, f, self.d)
+    return min(self:per_interval(du, df), self.limit)
+  end
+
+  function Gcra:recorded(now, nu, nf)
+    if nu >= RANGE.instant then beyond('the theoretical arrival time would be') end
+    local hu, hf = tt_add(now, 0, self.tol_u, self.tol_f, self.d)
+    local ru, rf = tt_sub(nu, nf, now, 0, self.d)
+    return {
+      d = decision(false, self.limit, self:free(hu, hf, nu, nf), ALLOWED, ceil_us(ru, rf)),
+      change = { u = nu, f = nf },
+      expires_at = ceil_us(nu, nf),
+    }
+  end
+
+  function Gcra:tat(state, at)
+    if state and tt_gt(state.u, state.f, at, 0) then return state.u, state.f end
+    return at, 0
+  end
+
+  function Gcra:check(state, now, q)
+    local d = self.d
+    local tu, tf = self:tat(state, now)
+    local hu, hf = tt_add(now, 0, self.tol_u, self.tol_f, d)
+    local ru, rf = tt_sub(tu, tf, now, 0, d)
+    local dec = decision(false, self.limit, self:free(hu, hf, tu, tf), ALLOWED, ceil_us(ru, rf))
+    local done = settled(dec, q)
+    if done then return done end
+    local qu, qf = muldivmod(q, self.T, d)
+    local nu, nf = tt_add(tu, tf, qu, qf, d)
+    if tt_gt(nu, nf, hu, hf) then
+      dec.blocked = true
+      dec.retry = ceil_us(tt_sub(nu, nf, hu, hf, d))
+      return unchanged(dec)
+    end
+    return self:recorded(now, nu, nf)
+  end
+
+  function Gcra:force(state, now, q)
+    local d = self.d
+    local tu, tf = self:tat(state, now)
+    -- Overdrawn (rl-core): TAT - now + q * T > MAX_HELD * T, counted in
+    -- emission intervals.
+    local ahead_u, ahead_f = tt_sub(tu, tf, now, 0, d)
+    local k, rest = self:per_interval(ahead_u, ahead_f)
+    if not k then beyond('the theoretical arrival time would be') end
+    if k + q > MAX_HELD or (k + q == MAX_HELD and rest > 0) then return nil end
+    local qu, qf = muldivmod(q, self.T, d)
+    if not qu or qu >= RANGE.instant - tu then beyond('the theoretical arrival time would be') end
+    return self:recorded(now, tt_add(tu, tf, qu, qf, d))
+  end
+
+  function Gcra:reserve(state, now, at, q)
+    local tu, tf = self:tat(state, max(at, now))
+    local qu, qf = muldivmod(q, self.T, self.d)
+    return self:recorded(now, tt_add(tu, tf, qu, qf, self.d))
+  end
+
+  function Gcra:rested_at(state, now)
+    if not state then return now end
+    return max(ceil_us(state.u, state.f), now)
+  end
+
+  function Gcra:refund(state, now, q)
+    if not state or q == 0 or not tt_gt(state.u, state.f, now, 0) then
+      return refunded(self, state, now, 'same')
+    end
+    local bu, bf = muldivmod(q, self.T, self.d)
+    if not bu or not tt_gt(state.u, state.f, bu, bf) then return refunded(self, state, now, 'rested') end
+    local tu, tf = tt_sub(state.u, state.f, bu, bf, self.d)
+    if not tt_gt(tu, tf, now, 0) then return refunded(self, state, now, 'rested') end
+    return refunded(self, state, now, 'store', { u = tu, f = tf })
+  end
+
+  -- The stored TAT in this limiter's ticks, rounded up (later) when it was
+  -- written with another denominator: it never admits more.
+  function Gcra:adopt(raw)
+    if raw.d == self.d then return { u = raw.u, f = raw.f } end
+    local c, r = muldivmod(raw.f, self.d, raw.d)
+    if r > 0 then c = c + 1 end
+    if c == self.d then return { u = raw.u + 1, f = 0 } end
+    return { u = raw.u, f = c }
+  end
 end
 
 -------------------------------------------------------------------------------
@@ -1352,163 +1364,166 @@ local function u56_at(s, at)
 end
 
 local TICKS_PER_MICRO = 840
-local MAX_TAT_LIMBS = { 32767, 10438, 49461, 28478, 20233, 3 } -- 2^64 - 1 + 4 * 10^24 + 10^15
-local NOT_A_TAT = 'expected a theoretical arrival time'
-local TAT_RANGE = 'theoretical arrival time out of range'
+local decode_gcra, encode_gcra, decode_bucket, encode_bucket, decode_fixed, encode_fixed, decode_counter, encode_counter, decode_log
+do
+  local MAX_TAT_LIMBS = { 32767, 10438, 49461, 28478, 20233, 3 } -- 2^64 - 1 + 4 * 10^24 + 10^15
+  local NOT_A_TAT = 'expected a theoretical arrival time'
+  local TAT_RANGE = 'theoretical arrival time out of range'
 
--- units / per_micro, as limbs, into whole µs and a fraction.
-local function tat_of(units, per_micro)
-  if per_micro < 1 or per_micro > MAX_LIMIT then return nil, TAT_RANGE end
-  local q, r = limbs_divmod(units, per_micro)
-  local u = limbs_value(q)
-  if not u then
-    if limbs_compare(q, MAX_TAT_LIMBS) > 0 then return nil, TAT_RANGE end
-    return nil, nil, true
-  end
-  if u >= RANGE.instant then return nil, nil, true end
-  return { u = u, f = r, d = per_micro }
-end
-
--- A canonical decimal (no sign, no leading zero), as limbs; nil past 2^128.
-local function decimal_limbs(s)
-  if #s == 0 or #s > 39 or not find(s, '^%d+$') or (#s > 1 and byte(s, 1) == 48) then return nil end
-  local l = { 0, 0, 0, 0, 0, 0, 0, 0, 0 }
-  for i = 1, #s do
-    local carry = byte(s, i) - 48
-    for j = 1, 9 do
-      local v = l[j] * 10 + carry
-      local dgt = v % LIMB
-      l[j] = dgt
-      carry = (v - dgt) / LIMB
+  -- units / per_micro, as limbs, into whole µs and a fraction.
+  local function tat_of(units, per_micro)
+    if per_micro < 1 or per_micro > MAX_LIMIT then return nil, TAT_RANGE end
+    local q, r = limbs_divmod(units, per_micro)
+    local u = limbs_value(q)
+    if not u then
+      if limbs_compare(q, MAX_TAT_LIMBS) > 0 then return nil, TAT_RANGE end
+      return nil, nil, true
     end
-  end
-  if l[9] ~= 0 then return nil end
-  l[9] = nil
-  return l
-end
-
-local function decode_gcra(s)
-  local tag = byte(s, 1)
-  if tag == 71 and #s == 9 then
-    local lo, hi = unpack('<I4I4', s, 2)
-    local qh = floor(hi / TICKS_PER_MICRO)
-    local rest = (hi - qh * TICKS_PER_MICRO) * TWO32 + lo
-    local ql = floor(rest / TICKS_PER_MICRO)
-    local f = rest - ql * TICKS_PER_MICRO
-    if qh >= 2097152 then return nil, nil, true end
-    local u = qh * TWO32 + ql
     if u >= RANGE.instant then return nil, nil, true end
-    return { u = u, f = f, d = TICKS_PER_MICRO }
+    return { u = u, f = r, d = per_micro }
   end
-  if tag == 103 and #s == 19 then
-    return tat_of(limbs_from_bytes(s, 6, 14), unpack('<I4', s, 2))
+
+  -- A canonical decimal (no sign, no leading zero), as limbs; nil past 2^128.
+  local function decimal_limbs(s)
+    if #s == 0 or #s > 39 or not find(s, '^%d+$') or (#s > 1 and byte(s, 1) == 48) then return nil end
+    local l = { 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+    for i = 1, #s do
+      local carry = byte(s, i) - 48
+      for j = 1, 9 do
+        local v = l[j] * 10 + carry
+        local dgt = v % LIMB
+        l[j] = dgt
+        carry = (v - dgt) / LIMB
+      end
+    end
+    if l[9] ~= 0 then return nil end
+    l[9] = nil
+    return l
   end
-  -- The decimal forms of earlier releases: ticks of 1/840 µs, or units/per_micro.
-  local units = decimal_limbs(s)
-  if units then return tat_of(units, TICKS_PER_MICRO) end
-  local slash = find(s, '/', 1, true)
-  if not slash then return nil, NOT_A_TAT end
-  units = decimal_limbs(sub(s, 1, slash - 1))
-  local per = decimal_limbs(sub(s, slash + 1))
-  if not units or not per or per[5] ~= 0 or per[6] ~= 0 or per[7] ~= 0 or per[8] ~= 0 then return nil, NOT_A_TAT end
-  local p = limbs_value(per)
-  if not p or p > MAX_LIMIT then return nil, TAT_RANGE end
-  return tat_of(units, p)
-end
 
-local function encode_gcra(lim, tat)
-  local d, u, f = lim.d, tat.u, tat.f
-  if TICKS_PER_MICRO % d == 0 then
-    local ul = u % TWO32
-    local low = ul * TICKS_PER_MICRO + f * (TICKS_PER_MICRO / d)
-    local lo = low % TWO32
-    return 'G' .. pack('<I4I4', lo, (u - ul) / TWO32 * TICKS_PER_MICRO + (low - lo) / TWO32)
+  function decode_gcra(s)
+    local tag = byte(s, 1)
+    if tag == 71 and #s == 9 then
+      local lo, hi = unpack('<I4I4', s, 2)
+      local qh = floor(hi / TICKS_PER_MICRO)
+      local rest = (hi - qh * TICKS_PER_MICRO) * TWO32 + lo
+      local ql = floor(rest / TICKS_PER_MICRO)
+      local f = rest - ql * TICKS_PER_MICRO
+      if qh >= 2097152 then return nil, nil, true end
+      local u = qh * TWO32 + ql
+      if u >= RANGE.instant then return nil, nil, true end
+      return { u = u, f = f, d = TICKS_PER_MICRO }
+    end
+    if tag == 103 and #s == 19 then
+      return tat_of(limbs_from_bytes(s, 6, 14), unpack('<I4', s, 2))
+    end
+    -- The decimal forms of earlier releases: ticks of 1/840 µs, or units/per_micro.
+    local units = decimal_limbs(s)
+    if units then return tat_of(units, TICKS_PER_MICRO) end
+    local slash = find(s, '/', 1, true)
+    if not slash then return nil, NOT_A_TAT end
+    units = decimal_limbs(sub(s, 1, slash - 1))
+    local per = decimal_limbs(sub(s, slash + 1))
+    if not units or not per or per[5] ~= 0 or per[6] ~= 0 or per[7] ~= 0 or per[8] ~= 0 then return nil, NOT_A_TAT end
+    local p = limbs_value(per)
+    if not p or p > MAX_LIMIT then return nil, TAT_RANGE end
+    return tat_of(units, p)
   end
-  return 'g' .. pack('<I4', d) .. limbs_bytes(limbs_muladd(u, d, f, 7))
-end
 
-local BUCKET_RANGE = 'token level or refill unit out of range'
-
-local function decode_bucket(s)
-  if #s ~= 28 or byte(s, 1) ~= 84 then return nil, 'expected 28 bytes starting with \'T\'' end
-  local at = u64_at(s, 2)
-  local gpt = u56_at(s, 10)
-  if not gpt or gpt < 1 or gpt > MAX_PERIOD then return nil, BUCKET_RANGE end
-  local l = limbs_from_bytes(s, 17, 12)
-  local negative = l[6] >= 32768
-  if negative then l = limbs_negate(l) end
-  local lo = l[1] + l[2] * LIMB + l[3] * LIMB * LIMB
-  local hi = l[4] + l[5] * LIMB + l[6] * LIMB * LIMB
-  local q1, r1 = muldivmod(hi, 281474976710656, gpt)
-  if not q1 then return nil, BUCKET_RANGE end
-  local q2, r = divmod_floor(r1 + lo, gpt)
-  local mt = q1 + q2
-  local bound = MAX_LIMIT
-  if negative then bound = MAX_HELD end
-  if mt > bound or (mt == bound and r > 0) then return nil, BUCKET_RANGE end
-  if not at or at >= RANGE.instant then return nil, nil, true end
-  if not negative then return { tok = mt, gr = r, gpt = gpt, at = at } end
-  if r == 0 then return { tok = -mt, gr = 0, gpt = gpt, at = at } end
-  return { tok = -mt - 1, gr = gpt - r, gpt = gpt, at = at }
-end
-
-local function encode_bucket(lim, b)
-  local gpt, l = lim.gpt, nil
-  if b.tok >= 0 then
-    l = limbs_muladd(b.tok, gpt, b.gr, 6)
-  elseif b.gr == 0 then
-    l = limbs_negate(limbs_muladd(-b.tok, gpt, 0, 6))
-  else
-    l = limbs_negate(limbs_muladd(-b.tok - 1, gpt, gpt - b.gr, 6))
+  function encode_gcra(lim, tat)
+    local d, u, f = lim.d, tat.u, tat.f
+    if TICKS_PER_MICRO % d == 0 then
+      local ul = u % TWO32
+      local low = ul * TICKS_PER_MICRO + f * (TICKS_PER_MICRO / d)
+      local lo = low % TWO32
+      return 'G' .. pack('<I4I4', lo, (u - ul) / TWO32 * TICKS_PER_MICRO + (low - lo) / TWO32)
+    end
+    return 'g' .. pack('<I4', d) .. limbs_bytes(limbs_muladd(u, d, f, 7))
   end
-  return 'T' .. u64_bytes(b.at) .. pack('<I7', gpt) .. limbs_bytes(l)
-end
 
-local COUNT_RANGE = 'count out of range'
+  local BUCKET_RANGE = 'token level or refill unit out of range'
 
-local function decode_fixed(s)
-  if #s ~= 12 or byte(s, 1) ~= 70 then return nil, 'expected 12 bytes starting with \'F\'' end
-  local count = unpack('<I4', s, 9)
-  if count > MAX_HELD then return nil, COUNT_RANGE end
-  local start = u56_at(s, 2)
-  if not start or start >= RANGE.instant then return nil, nil, true end
-  return { start = start, count = count }
-end
-
-local function encode_fixed(_, w)
-  return 'F' .. pack('<I7I4', w.start, w.count)
-end
-
-local function decode_counter(s)
-  if #s ~= 16 or byte(s, 1) ~= 67 then return nil, 'expected 16 bytes starting with \'C\'' end
-  local prev, cur = unpack('<I4I4', s, 9)
-  if prev > MAX_HELD or cur > MAX_HELD then return nil, COUNT_RANGE end
-  local start = u56_at(s, 2)
-  if not start or start >= RANGE.instant then return nil, nil, true end
-  return { start = start, prev = prev, cur = cur }
-end
-
-local function encode_counter(_, p)
-  return 'C' .. pack('<I7I4I4', p.start, p.prev, p.cur)
-end
-
-local function decode_log(s)
-  if #s < LOG_HEADER or byte(s, 1) ~= 76 or (#s - LOG_HEADER) % 8 ~= 0 then
-    return nil, 'expected \'L\', a 4-byte ring position and 8-byte instants'
+  function decode_bucket(s)
+    if #s ~= 28 or byte(s, 1) ~= 84 then return nil, 'expected 28 bytes starting with \'T\'' end
+    local at = u64_at(s, 2)
+    local gpt = u56_at(s, 10)
+    if not gpt or gpt < 1 or gpt > MAX_PERIOD then return nil, BUCKET_RANGE end
+    local l = limbs_from_bytes(s, 17, 12)
+    local negative = l[6] >= 32768
+    if negative then l = limbs_negate(l) end
+    local lo = l[1] + l[2] * LIMB + l[3] * LIMB * LIMB
+    local hi = l[4] + l[5] * LIMB + l[6] * LIMB * LIMB
+    local q1, r1 = muldivmod(hi, 281474976710656, gpt)
+    if not q1 then return nil, BUCKET_RANGE end
+    local q2, r = divmod_floor(r1 + lo, gpt)
+    local mt = q1 + q2
+    local bound = MAX_LIMIT
+    if negative then bound = MAX_HELD end
+    if mt > bound or (mt == bound and r > 0) then return nil, BUCKET_RANGE end
+    if not at or at >= RANGE.instant then return nil, nil, true end
+    if not negative then return { tok = mt, gr = r, gpt = gpt, at = at } end
+    if r == 0 then return { tok = -mt, gr = 0, gpt = gpt, at = at } end
+    return { tok = -mt - 1, gr = gpt - r, gpt = gpt, at = at }
   end
-  local n = (#s - LOG_HEADER) / 8
-  local oldest = unpack('<I4', s, 2)
-  local bad = 'ring position or order of instants out of range'
-  if oldest >= max(n, 1) then return nil, bad end
-  local log = { s = s, n = n, oldest = oldest }
-  if n > 0 then
-    local first_at, last_at = LOG_HEADER + 1 + oldest * 8, LOG_HEADER + 1 + ((oldest + n - 1) % n) * 8
-    local flo, fhi = unpack('<I4I4', s, first_at)
-    local llo, lhi = unpack('<I4I4', s, last_at)
-    if fhi > lhi or (fhi == lhi and flo > llo) then return nil, bad end
-    if lhi >= 2097152 or lhi * TWO32 + llo >= RANGE.instant then return nil, nil, true end
+
+  function encode_bucket(lim, b)
+    local gpt, l = lim.gpt, nil
+    if b.tok >= 0 then
+      l = limbs_muladd(b.tok, gpt, b.gr, 6)
+    elseif b.gr == 0 then
+      l = limbs_negate(limbs_muladd(-b.tok, gpt, 0, 6))
+    else
+      l = limbs_negate(limbs_muladd(-b.tok - 1, gpt, gpt - b.gr, 6))
+    end
+    return 'T' .. u64_bytes(b.at) .. pack('<I7', gpt) .. limbs_bytes(l)
   end
-  return log
+
+  local COUNT_RANGE = 'count out of range'
+
+  function decode_fixed(s)
+    if #s ~= 12 or byte(s, 1) ~= 70 then return nil, 'expected 12 bytes starting with \'F\'' end
+    local count = unpack('<I4', s, 9)
+    if count > MAX_HELD then return nil, COUNT_RANGE end
+    local start = u56_at(s, 2)
+    if not start or start >= RANGE.instant then return nil, nil, true end
+    return { start = start, count = count }
+  end
+
+  function encode_fixed(_, w)
+    return 'F' .. pack('<I7I4', w.start, w.count)
+  end
+
+  function decode_counter(s)
+    if #s ~= 16 or byte(s, 1) ~= 67 then return nil, 'expected 16 bytes starting with \'C\'' end
+    local prev, cur = unpack('<I4I4', s, 9)
+    if prev > MAX_HELD or cur > MAX_HELD then return nil, COUNT_RANGE end
+    local start = u56_at(s, 2)
+    if not start or start >= RANGE.instant then return nil, nil, true end
+    return { start = start, prev = prev, cur = cur }
+  end
+
+  function encode_counter(_, p)
+    return 'C' .. pack('<I7I4I4', p.start, p.prev, p.cur)
+  end
+
+  function decode_log(s)
+    if #s < LOG_HEADER or byte(s, 1) ~= 76 or (#s - LOG_HEADER) % 8 ~= 0 then
+      return nil, 'expected \'L\', a 4-byte ring position and 8-byte instants'
+    end
+    local n = (#s - LOG_HEADER) / 8
+    local oldest = unpack('<I4', s, 2)
+    local bad = 'ring position or order of instants out of range'
+    if oldest >= max(n, 1) then return nil, bad end
+    local log = { s = s, n = n, oldest = oldest }
+    if n > 0 then
+      local first_at, last_at = LOG_HEADER + 1 + oldest * 8, LOG_HEADER + 1 + ((oldest + n - 1) % n) * 8
+      local flo, fhi = unpack('<I4I4', s, first_at)
+      local llo, lhi = unpack('<I4I4', s, last_at)
+      if fhi > lhi or (fhi == lhi and flo > llo) then return nil, bad end
+      if lhi >= 2097152 or lhi * TWO32 + llo >= RANGE.instant then return nil, nil, true end
+    end
+    return log
+  end
 end
 
 -- The bytes of log entries i .. j - 1 (0-based, from the oldest).
@@ -1829,6 +1844,7 @@ local function init_algorithms()
       alg.plan_refund = alg.plan
     end
     ALGORITHM_OF[alg.word] = alg
+    alg.kept = { [1000000] = {}, [1000] = {} }
   end
 end
 
@@ -1896,6 +1912,437 @@ local function clock()
   return t[1] * 1000000 + t[2]
 end
 
+-------------------------------------------------------------------------------
+-- The plain call in one pass: `params [quantity] [MS]` with parameters seen
+-- before (their limiter is kept below), on a state of its usual form without
+-- a block. Anything else, and every error, takes the general path, which
+-- answers the same (tests/functions.rs compares both with the module, call
+-- for call); a call that falls back after reading the key and the clock
+-- hands them over, so TIME is still read once.
+
+-- (In a block of its own: the library's top level may hold at most 200
+-- locals.)
+local plain, keep_limiter, kept_limiter, plain_reply, all_plain
+do
+  -- Decimal strings seen, and their values (false: not a canonical integer).
+  local NUMBERS, numbers_held = {}, 0
+  local function number_of(s)
+    local v = false
+    if #s <= 15 and (find(s, '^[1-9]%d*$') or s == '0') then v = s + 0 end
+    if numbers_held >= 4096 then NUMBERS, numbers_held = {}, 0 end
+    NUMBERS[s], numbers_held = v, numbers_held + 1
+    return v
+  end
+
+  -- The quantity and the unit of `[quantity] [MS]` after n parameters; nil
+  -- for anything else.
+  function plain(args, n)
+    local m = #args
+    if m == n then return 1, 1000000 end
+    if m < n or m > n + 2 then return nil end
+    local a = args[n + 1]
+    if m == n + 1 and (a == 'MS' or a == 'ms') then return 1, 1000 end
+    local q = NUMBERS[a]
+    if q == nil then q = number_of(a) end
+    if not q or q > MAX_QUANTITY then return nil end
+    if m == n + 1 then return q, 1000000 end
+    a = args[n + 2]
+    if a == 'MS' or a == 'ms' then return q, 1000 end
+    return nil
+  end
+
+  -- The limiters built by the general path, by algorithm, unit and parameter
+  -- strings (at most 1024, then forgotten all at once).
+  local kept_held = 0
+  function keep_limiter(alg, unit, args, from, lim)
+    if kept_held >= 1024 then
+      for i = 1, #ALGORITHMS do ALGORITHMS[i].kept = { [1000000] = {}, [1000] = {} } end
+      kept_held = 0
+    end
+    local t = alg.kept[unit]
+    local n = #alg.params
+    for i = from, from + n - 2 do
+      local s = args[i]
+      local next_t = t[s]
+      if not next_t then
+        next_t = {}
+        t[s] = next_t
+      end
+      t = next_t
+    end
+    t[args[from + n - 1]] = lim
+    kept_held = kept_held + 1
+  end
+
+  function kept_limiter(alg, unit, args, from)
+    local t = alg.kept[unit][args[from]]
+    if not t then return nil end
+    t = t[args[from + 1]]
+    if t and #alg.params == 3 then t = t[args[from + 2]] end
+    return t
+  end
+
+  -- Each algorithm's plain decision at `now` on the stored bytes: blocked (0
+  -- or 1), remaining, retry (µs; -1 allowed, -2 never), reset (µs), and for
+  -- a write its value and absolute expiry (ms); nil where the general path
+  -- must answer (another form of state, a block, a range to report).
+
+  do
+    -- floor(x * d / T) and the rest, for the GCRA's intervals: inline while
+    -- x * d stays below 2^52, else muldivmod.
+    local function per_interval(du, df, d, T)
+      local x = du * d
+      local k, r
+      if x < TWO52 then
+        -- (x % T is x - floor(x / T) * T: one too many T when x / T rounds
+        -- up to a whole number.)
+        r = x % T
+        if r < 0 then r = r + T end
+        k = (x - r) / T
+      else
+        k, r = muldivmod(du, d, T)
+      end
+      r = r + df
+      if r >= T then k = k + floor(r / T) end
+      return k
+    end
+
+    -- Requests that fit between an instant and the horizon (Gcra:free).
+    local function gcra_room(hu, hf, u, f, d, T, limit)
+      if hu > u or (hu == u and hf > f) then
+        local du, df = hu - u, hf - f
+        if df < 0 then du, df = du - 1, df + d end
+        return min(per_interval(du, df, d, T), limit)
+      end
+      return 0
+    end
+
+    local function gcra_fast(lim, bytes, now, q)
+      local d, T, limit = lim.d, lim.T, lim.limit
+      local tu, tf = now, 0
+      if bytes then
+        if #bytes ~= 9 then return nil end
+        local tag, lo, hi = unpack('<BI4I4', bytes)
+        if tag ~= 71 then return nil end
+        -- (Whole divisions by `%`, exact on these integers below 2^42, and
+        -- cheaper than calls of math.floor.)
+        local hr = hi % TICKS_PER_MICRO
+        local qh = (hi - hr) / TICKS_PER_MICRO
+        local rest = hr * TWO32 + lo
+        local f = rest % TICKS_PER_MICRO
+        local u = qh * TWO32 + (rest - f) / TICKS_PER_MICRO
+        if qh >= 2097152 or u >= RANGE.instant then return nil end
+        if d ~= TICKS_PER_MICRO and f > 0 then
+          -- In this limiter's ticks, rounded up (Gcra:adopt): f * d < 840 * 10^9.
+          local x = f * d
+          local c = floor(x / TICKS_PER_MICRO)
+          if c * TICKS_PER_MICRO < x then c = c + 1 end
+          if c == d then u, f = u + 1, 0 else f = c end
+        end
+        if u > now or (u == now and f > 0) then tu, tf = u, f end
+      end
+      local hu, hf = now + lim.tol_u, lim.tol_f
+      local reset = tu - now
+      if tf > 0 then reset = reset + 1 end
+      if q == 0 then return 0, gcra_room(hu, hf, tu, tf, d, T, limit), -1, reset end
+      if q > limit then return 1, gcra_room(hu, hf, tu, tf, d, T, limit), -2, reset end
+      local qu, qf
+      if d == 1 then qu, qf = q * T, 0 else qu, qf = muldivmod(q, T, d) end
+      local nu, nf = tu + qu, tf + qf
+      if nf >= d then nu, nf = nu + 1, nf - d end
+      if nu > hu or (nu == hu and nf > hf) then
+        local wu, wf = nu - hu, nf - hf
+        if wf < 0 then wu, wf = wu - 1, wf + d end
+        if wf > 0 then wu = wu + 1 end
+        return 1, gcra_room(hu, hf, tu, tf, d, T, limit), wu, reset
+      end
+      if nu >= RANGE.instant or TICKS_PER_MICRO % d ~= 0 then return nil end
+      local ends = nu
+      if nf > 0 then ends = nu + 1 end
+      local ul = nu % TWO32
+      local low = ul * TICKS_PER_MICRO + nf * (TICKS_PER_MICRO / d)
+      local lo = low % TWO32
+      local value = pack('<BI4I4', 71, lo, (nu - ul) / TWO32 * TICKS_PER_MICRO + (low - lo) / TWO32)
+      return 0, gcra_room(hu, hf, nu, nf, d, T, limit), -1, ends - now, value, ceil_div(ends, 1000)
+    end
+    ALGORITHMS[1].fast = gcra_fast
+  end
+
+  do
+    local TWO48 = 281474976710656
+    local BUCKET = { tok = 0, gr = 0, at = 0 } -- a state for Bucket.level_at, reused
+    local bucket_level, bucket_to_full, bucket_time_for = Bucket.level_at, Bucket.to_full, Bucket.time_for
+
+    local function bucket_fast(lim, bytes, now, q)
+      local limit, gpt = lim.limit, lim.gpt
+      local tok, gr = limit, 0
+      if bytes then
+        if #bytes ~= 28 then return nil end
+        local tag, alo, ahi, sgpt, l0, l1, h0, h1 = unpack('<BI4I4I7I4I2I4I2', bytes)
+        if tag ~= 84 or sgpt ~= gpt or h1 >= 32768 or ahi >= 2097152 then return nil end
+        local lo48, hi48 = l1 * TWO32 + l0, h1 * TWO32 + h0
+        local mt, r
+        if hi48 == 0 then
+          mt = floor(lo48 / gpt)
+          r = lo48 - mt * gpt
+          if r < 0 then mt, r = mt - 1, r + gpt elseif r >= gpt then mt, r = mt + 1, r - gpt end
+        else
+          local q1, r1 = muldivmod(hi48, TWO48, gpt)
+          if not q1 then return nil end
+          local q2
+          q2, r = divmod_floor(r1 + lo48, gpt)
+          mt = q1 + q2
+        end
+        local at = ahi * TWO32 + alo
+        if mt > MAX_LIMIT or (mt == MAX_LIMIT and r > 0) or at >= RANGE.instant then return nil end
+        BUCKET.tok, BUCKET.gr, BUCKET.at = mt, r, at
+        tok, gr = bucket_level(lim, BUCKET, now)
+      end
+      local remaining = 0
+      if tok > 0 then remaining = min(tok, limit) end
+      local reset = bucket_to_full(lim, tok, gr)
+      if q == 0 then return 0, remaining, -1, reset end
+      if q > limit then return 1, remaining, -2, reset end
+      if tok < q then return 1, remaining, bucket_time_for(lim, q - tok, -gr), reset end
+      local lt = tok - q
+      if now >= RANGE.instant or lt * gpt >= TWO52 then return nil end
+      local full = bucket_to_full(lim, lt, gr)
+      if now + full >= RANGE.instant then return nil end
+      local level = lt * gpt + gr
+      local l48 = level % TWO48
+      local h48 = (level - l48) / TWO48
+      local nlo = now % TWO32
+      local value = pack('<BI4I4I7I4I2I4I2', 84, nlo, (now - nlo) / TWO32, gpt,
+        l48 % TWO32, floor(l48 / TWO32), h48 % TWO32, floor(h48 / TWO32))
+      local left = 0
+      if lt > 0 then left = min(lt, limit) end
+      return 0, left, -1, full, value, ceil_div(now + full, 1000)
+    end
+    ALGORITHMS[2].fast = bucket_fast
+  end
+
+  do
+    local function fixed_fast(lim, bytes, now, q)
+      local w, limit = lim.w, lim.limit
+      local start, used = now - now % w, 0
+      if bytes then
+        if #bytes ~= 12 then return nil end
+        local tag, s, count = unpack('<BI7I4', bytes)
+        if tag ~= 70 or count > MAX_HELD or s >= RANGE.instant then return nil end
+        if s >= start then start, used = s - s % w, count end
+      end
+      local finish = start + w
+      local to_end = 0
+      if finish > now then to_end = finish - now end
+      local reset = to_end
+      if used == 0 then reset = 0 end
+      local remaining = 0
+      if limit > used then remaining = limit - used end
+      if q == 0 then return 0, remaining, -1, reset end
+      if q > limit then return 1, remaining, -2, reset end
+      if used + q > limit then return 1, remaining, to_end, reset end
+      local count = used + q
+      local left = 0
+      if limit > count then left = limit - count end
+      return 0, left, -1, to_end, pack('<BI7I4', 70, start, count), ceil_div(finish, 1000)
+    end
+    ALGORITHMS[3].fast = fixed_fast
+  end
+
+  do
+    local counter_share, counter_reset, counter_next_fit = Counter.share, Counter.reset, Counter.next_fit
+
+    local function counter_fast(lim, bytes, now, q)
+      local w, limit = lim.w, lim.limit
+      local current = now - now % w
+      local start, prev, cur = current, 0, 0
+      if bytes then
+        if #bytes ~= 16 then return nil end
+        local tag, s, p, c = unpack('<BI7I4I4', bytes)
+        if tag ~= 67 or p > MAX_HELD or c > MAX_HELD or s >= RANGE.instant then return nil end
+        local st = s - s % w
+        if st ~= s then p, c = 0, c + p end
+        if st >= current then
+          start, prev, cur = st, p, c
+        elseif st + w == current then
+          prev = c
+        end
+      end
+      local elapsed = 0
+      if now > start then elapsed = min(now - start, w) end
+      local share = counter_share(lim, prev, elapsed)
+      local free = 0
+      if limit > share then free = limit - share end
+      local remaining = 0
+      if free > cur then remaining = min(free - cur, limit) end
+      local reset = counter_reset(lim, now, start, prev, cur)
+      if q == 0 then return 0, remaining, -1, reset end
+      if q > limit then return 1, remaining, -2, reset end
+      if share + cur + q > limit then
+        local at = counter_next_fit(lim, start, elapsed, prev, cur, q)
+        local retry = 0
+        if at > now then retry = at - now end
+        return 1, remaining, retry, reset
+      end
+      cur = cur + q
+      local full = counter_reset(lim, now, start, prev, cur)
+      local left = 0
+      if free > cur then left = min(free - cur, limit) end
+      return 0, left, -1, full, pack('<BI7I4I4', 67, start, prev, cur), ceil_div(now + full, 1000)
+    end
+    ALGORITHMS[5].fast = counter_fast
+  end
+
+  do
+    local ENTRIES = {} -- a log's instants, reused
+
+    local function log_fast(lim, bytes, now, q)
+      local w, limit = lim.w, lim.limit
+      local n = 0
+      if bytes then
+        local len = #bytes
+        if len > WHOLE_VALUE_MAX or len < LOG_HEADER or byte(bytes, 1) ~= 76 or (len - LOG_HEADER) % 8 ~= 0
+          or unpack('<I4', bytes, 2) ~= 0 then
+          return nil
+        end
+        n = (len - LOG_HEADER) / 8
+        local previous = 0
+        for i = 1, n do
+          local v = unpack('<I8', bytes, LOG_HEADER + 1 + (i - 1) * 8)
+          if v < previous or v >= RANGE.instant then return nil end
+          ENTRIES[i], previous = v, v
+        end
+      end
+      local in_window = n
+      if now >= w then
+        in_window = 0
+        for i = n, 1, -1 do
+          if ENTRIES[i] > now - w then in_window = in_window + 1 else break end
+        end
+      end
+      local reset = 0
+      if n > 0 and in_window > 0 and ENTRIES[n] + w > now then reset = ENTRIES[n] + w - now end
+      local remaining = 0
+      if limit > in_window then remaining = limit - in_window end
+      if q == 0 then return 0, remaining, -1, reset end
+      if q > limit then return 1, remaining, -2, reset end
+      local may_stay = limit - q
+      if n > may_stay then
+        local ends = ENTRIES[n - may_stay] + w
+        if ends > now then return 1, remaining, ends - now, reset end
+      end
+      local keep = max(limit, in_window + q)
+      if n > 0 and ENTRIES[n] > now then return nil end -- reservations to keep the newest
+      if n >= keep or q > keep - n or min(n + q, keep) > SETTINGS.sliding_log_max_limit
+        or LOG_HEADER + (n + q) * 8 > WHOLE_VALUE_MAX then
+        return nil
+      end
+      local left = 0
+      if limit > in_window + q then left = limit - in_window - q end
+      local value = rep(u64_bytes(now), q)
+      if bytes then value = bytes .. value else value = 'L\0\0\0\0' .. value end
+      return 0, left, -1, w, value, ceil_div(now + w, 1000)
+    end
+    ALGORITHMS[4].fast = log_fast
+  end
+
+  -- The reply of a plain decision, in `unit`.
+  function plain_reply(limit, blocked, remaining, retry, reset, unit)
+    if retry < 0 then retry = -1 else retry = ceil_div(retry, unit) end
+    -- ceil(reset / unit), inline (see per_interval for `%`).
+    local r = reset % unit
+    if r < 0 then r = r + unit end
+    local up = (reset - r) / unit
+    if r > 0 then up = up + 1 end
+    return { blocked, limit, remaining, retry, up }
+  end
+
+  -- RL.ALL's plain call: every limit's algorithm and parameters seen
+  -- before, `[quantity] [MS]`, keys apart. The keys are read with one MGET;
+  -- a key it answers nil for is absent, unless EXISTS says it holds another
+  -- type (then the general path answers). Scratch lists, reused.
+  local WORD, words_held = {}, 0
+  local ALG, FROM, LIM, BLOCKED, REMAINING, RETRY, RESET, VALUE, MS_AT = {}, {}, {}, {}, {}, {}, {}, {}, {}
+  function all_plain(keys, args)
+    local n = #keys
+    if n == 0 or n > 8 or SETTINGS.shadow then return nil end
+    for i = 2, n do
+      local k = keys[i]
+      for j = 1, i - 1 do
+        if keys[j] == k then return nil end
+      end
+    end
+    local at = 1
+    for i = 1, n do
+      local token = args[at]
+      if not token then return nil end
+      local alg = WORD[token]
+      if alg == nil then
+        alg = ALGORITHM_OF[upper(token)] or false
+        if words_held >= 64 then WORD, words_held = {}, 0 end
+        WORD[token], words_held = alg, words_held + 1
+      end
+      if not alg then return nil end
+      ALG[i], FROM[i] = alg, at + 1
+      at = at + 1 + #alg.params
+    end
+    local q, unit = plain(args, at - 1)
+    if not q then return nil end
+    for i = 1, n do
+      local lim = kept_limiter(ALG[i], unit, args, FROM[i])
+      if not lim then return nil end
+      LIM[i] = lim
+    end
+    local values = call('MGET', spread(keys))
+    local absent = nil
+    for i = 1, n do
+      if not values[i] then
+        absent = absent or {}
+        absent[#absent + 1] = keys[i]
+      end
+    end
+    if absent and call('EXISTS', spread(absent)) > 0 then return nil end
+    local now = clock()
+    local refused = false
+    for i = 1, n do
+      local blocked, remaining, retry, reset, value, ms = ALG[i].fast(LIM[i], values[i] or nil, now, q)
+      if not blocked then
+        -- The general path, from what was read.
+        local pre = { now = now }
+        for k = 1, n do pre[k] = { bytes = values[k] or nil } end
+        return nil, pre
+      end
+      BLOCKED[i], REMAINING[i], RETRY[i], RESET[i], VALUE[i], MS_AT[i] = blocked, remaining, retry, reset, value, ms
+      if blocked == 1 then refused = true end
+    end
+    -- The binding limit (binding(), on these lists).
+    local best = 1
+    if refused then
+      best = nil
+      for i = 1, n do
+        if BLOCKED[i] == 1 then
+          if not best then
+            best = i
+          else
+            local a, b = RETRY[i], RETRY[best]
+            if b ~= -2 and (a == -2 or a > b) then best = i end
+          end
+        end
+      end
+    else
+      for i = 2, n do
+        if REMAINING[i] < REMAINING[best] then best = i end
+      end
+      for i = 1, n do
+        if VALUE[i] then set_at(keys[i], VALUE[i], MS_AT[i]) end
+      end
+    end
+    local reply = plain_reply(LIM[best].limit, BLOCKED[best], REMAINING[best], RETRY[best], RESET[best], unit)
+    reply[6] = best
+    return reply
+  end
+end
+
 -- Decide the request on one limit (`e`: its algorithm, limiter, key, frame
 -- and state), and plan its write.
 local function decide(e, req, joint, now)
@@ -1932,7 +2379,7 @@ local function decide(e, req, joint, now)
 end
 
 -- Parse one limit's parameters, read its key, and decide.
-local function limit_of(alg, args, from, req, key)
+local function limit_of(alg, args, from, req, key, pre)
   if req.mode == WAIT and not alg.reserves then
     fail_param(fmt('ERR WAIT does not work with %s: a window cannot hold a later window\'s requests (WAIT works with RL.GCRA, RL.TOKEN_BUCKET and RL.SLIDING_LOG)',
       upper(alg.name)))
@@ -1940,7 +2387,9 @@ local function limit_of(alg, args, from, req, key)
   local values = {}
   for i = 1, #alg.params do values[i] = parse_param(alg.params[i], args[from + i - 1], req.unit) end
   local lim = alg.build(values)
-  local bytes = read(key)
+  if not kept_limiter(alg, req.unit, args, from) then keep_limiter(alg, req.unit, args, from, lim) end
+  local bytes
+  if pre then bytes = pre.bytes else bytes = read(key) end
   local frame, raw = open(alg, key, bytes)
   local state = raw
   if raw and alg.adopt then state = alg.adopt(lim, raw) end
@@ -1963,13 +2412,39 @@ local function shadowed(reply)
 end
 
 local function rate_command(alg, fname)
+  local fast, n = alg.fast, #alg.params
   return function(keys, args)
+    -- The plain call first (see "The plain call in one pass").
+    local pre = nil
+    if #keys == 1 and not SETTINGS.shadow then
+      local q, unit = plain(args, n)
+      -- The kept limiter (kept_limiter, inline).
+      local lim = q and alg.kept[unit][args[1]]
+      if lim then
+        lim = lim[args[2]]
+        if n == 3 and lim then lim = lim[args[3]] end
+      end
+      if lim then
+        local key = keys[1]
+        local bytes = pcall_r('GET', key)
+        -- A string, false (no key), or the error of another type.
+        if not bytes or not bytes.err then
+          bytes = bytes or nil
+          local now = clock()
+          local blocked, remaining, retry, reset, value, ms = fast(lim, bytes, now, q)
+          if blocked then
+            if value then set_at(key, value, ms) end
+            return plain_reply(lim.limit, blocked, remaining, retry, reset, unit)
+          end
+          pre = { bytes = bytes, now = now }
+        end
+      end
+    end
     local key = one_key(keys, fname, alg.name)
-    local n = #alg.params
     if #args < n then arity_error(alg.name) end
     local req = options(alg.name, args, n + 1, RATE_OPTIONS)
-    local e = limit_of(alg, args, 1, req, key)
-    decide(e, req, nil, clock())
+    local e = limit_of(alg, args, 1, req, key, pre)
+    decide(e, req, nil, pre and pre.now or clock())
     local reply = five(e.d, req.unit)
     if req.mode == AT_MOST then reply[6] = e.granted end
     if e.d.blocked and SETTINGS.shadow then return shadowed(reply) end
@@ -2033,6 +2508,8 @@ local function miscounted(tokens, numkeys)
 end
 
 local function all_command(keys, args)
+  local reply, pre = all_plain(keys, args)
+  if reply then return reply end
   local n = #keys
   if 2 + n + #args < 6 then arity_error('rl.all') end
   if n < 1 or n > MAX_KEYS then bad_number('numkeys', 1, MAX_KEYS) end
@@ -2065,10 +2542,10 @@ local function all_command(keys, args)
   local req = options('rl.all', args, at, RATE_OPTIONS)
   -- Each limit read and judged in turn, as the module does: an error names
   -- the first limit that has one.
-  local now = clock()
+  local now = pre and pre.now or clock()
   local limits, refused = {}, false
   for i = 1, n do
-    local ok, e = pcall(limit_of, specs[i].alg, args, specs[i].from, req, keys[i])
+    local ok, e = pcall(limit_of, specs[i].alg, args, specs[i].from, req, keys[i], pre and pre[i])
     if not ok then
       if getmetatable(e) == Failure and e.kind == PARAM then
         e.message = fmt('ERR limit %d (%s): %s', i, specs[i].alg.word, sub(e.message, 5))
