@@ -417,14 +417,14 @@ fn random_arguments_never_crash_or_corrupt() {
             // Before and after, atomically: the key's value and expiry.
             pipe.cmd("MULTI");
             pipe.cmd("DUMP").arg(&key);
-            pipe.cmd("PEXPIRETIME").arg(&key);
+            pipe.add_command(common::pexpiretime(&key));
             let mut call = common::command(sample.name);
             for a in &args {
                 call.arg(&a[..]);
             }
             pipe.add_command(call);
             pipe.cmd("DUMP").arg(&key);
-            pipe.cmd("PEXPIRETIME").arg(&key);
+            pipe.add_command(common::pexpiretime(&key));
             pipe.cmd("EXEC");
             vectors.push((sample.name, args, *made));
         }
@@ -484,11 +484,19 @@ fn random_arguments_never_crash_or_corrupt() {
                         if !beyond {
                             assert_eq!(*made, Made::Anything, "{context}: {e:?}");
                         }
-                        assert_eq!(
-                            (before, before_ttl),
-                            (after, after_ttl),
-                            "{context}: changed its key"
-                        );
+                        // (Before 7.0 a key may expire inside a transaction:
+                        // one with an expiry may be gone after the call, or
+                        // past it, see common::pexpiretime.)
+                        let expired = !common::has_7_0()
+                            && matches!(before_ttl, Value::Int(t) if *t > 0 || *t == -3)
+                            && matches!(after_ttl, Value::Int(-2 | -3));
+                        if !expired {
+                            assert_eq!(
+                                (before, before_ttl),
+                                (after, after_ttl),
+                                "{context}: changed its key"
+                            );
+                        }
                     }
                     reply => {
                         replies += 1;

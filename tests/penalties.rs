@@ -74,7 +74,7 @@ fn block_on_every_algorithm() {
         // the key expires when it ends.
         let until = block_of(&mut c, &key).expect("a block header");
         assert!((before + 3_600_000_000..=after + 3_600_000_000).contains(&until));
-        let pexpiretime: i64 = cmd(&["PEXPIRETIME", &key]).query(&mut c).unwrap();
+        let pexpiretime: i64 = common::pexpiretime(key.as_bytes()).query(&mut c).unwrap();
         assert_eq!(pexpiretime, until.div_ceil(1000) as i64, "{}", sample.name);
         let blocked_state = snapshot(&mut c, &key);
         assert_ne!(blocked_state, state);
@@ -327,6 +327,9 @@ fn loaded_with(args: &[&str]) -> Server {
 /// `CL.THROTTLE` takes no options, BLOCK included.
 #[test]
 fn cl_throttle_refuses_block() {
+    if common::module_only() {
+        return; // about the module itself (CL.THROTTLE)
+    }
     let s = loaded_with(&["cl_throttle", "yes"]);
     let mut c = s.client();
     assert_eq!(

