@@ -62,7 +62,7 @@ local TWO53 = 9007199254740992
 
 -- The values of a list (Lua's global `unpack`, whose name the library
 -- gives to struct.unpack below).
-local function spread(list) return unpack(list) end
+local function spread(list, n) return unpack(list, 1, n or #list) end
 
 -- Standard library functions, bound on the first call (see the header).
 local floor, fmt, sub, byte, char, rep, find, lower, upper, concat, pack, unpack, sort, call, pcall_r
@@ -2262,7 +2262,7 @@ do
   -- a key it answers nil for is absent, unless EXISTS says it holds another
   -- type (then the general path answers). Scratch lists, reused.
   local WORD, words_held = {}, 0
-  local ALG, FROM, LIM, BLOCKED, REMAINING, RETRY, RESET, VALUE, MS_AT = {}, {}, {}, {}, {}, {}, {}, {}, {}
+  local ALG, FROM, LIM, BLOCKED, REMAINING, RETRY, RESET, VALUE, MS_AT, ABSENT = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
   function all_plain(keys, args)
     local n = #keys
     if n == 0 or n > 8 or SETTINGS.shadow then return nil end
@@ -2289,19 +2289,25 @@ do
     local q, unit = plain(args, at - 1)
     if not q then return nil end
     for i = 1, n do
-      local lim = kept_limiter(ALG[i], unit, args, FROM[i])
+      -- (kept_limiter, inline)
+      local from = FROM[i]
+      local lim = ALG[i].kept[unit][args[from]]
+      if lim then
+        lim = lim[args[from + 1]]
+        if lim and #ALG[i].params == 3 then lim = lim[args[from + 2]] end
+      end
       if not lim then return nil end
       LIM[i] = lim
     end
     local values = call('MGET', spread(keys))
-    local absent = nil
+    local absent = 0
     for i = 1, n do
       if not values[i] then
-        absent = absent or {}
-        absent[#absent + 1] = keys[i]
+        absent = absent + 1
+        ABSENT[absent] = keys[i]
       end
     end
-    if absent and call('EXISTS', spread(absent)) > 0 then return nil end
+    if absent > 0 and call('EXISTS', spread(ABSENT, absent)) > 0 then return nil end
     local now = clock()
     local refused = false
     for i = 1, n do
@@ -2337,9 +2343,9 @@ do
         if VALUE[i] then set_at(keys[i], VALUE[i], MS_AT[i]) end
       end
     end
-    local reply = plain_reply(LIM[best].limit, BLOCKED[best], REMAINING[best], RETRY[best], RESET[best], unit)
-    reply[6] = best
-    return reply
+    local retry, reset = RETRY[best], RESET[best]
+    if retry < 0 then retry = -1 else retry = ceil_div(retry, unit) end
+    return { BLOCKED[best], LIM[best].limit, REMAINING[best], retry, ceil_div(reset, unit), best }
   end
 end
 
@@ -2642,10 +2648,50 @@ local function concurrency_command(keys, args)
   return reply
 end
 
+-- RL.RELEASE's plain call: a value of at most two leases (written whole,
+-- as plan_leases writes it then), read in place. nil where the general path
+-- must answer; else the units released, and what was read.
+local function release_plain(key, id)
+  local bytes = pcall_r('GET', key)
+  if not bytes then return 0 end
+  local len = #bytes
+  if bytes.err or len > WHOLE_VALUE_MAX or len < LEASE_HEADER or (len - LEASE_HEADER) % RECORD ~= 0 then return nil end
+  local n = (len - LEASE_HEADER) / RECORD
+  local tag, last, id1, d1, u1, id2, d2, u2 = unpack('<BI8I8I8I4I8I8I4', bytes .. rep('\0', 2 * RECORD - n * RECORD))
+  if tag ~= 81 or last >= TWO53 or id1 >= TWO53 or d1 >= TWO53 or id2 >= TWO53 or d2 >= TWO53 then return nil end
+  if n >= 1 and (id1 == 0 or u1 == 0 or id1 > max(last, n == 2 and id2 or id1)) then return nil end
+  if n == 2 and (id2 <= id1 or u2 == 0) then return nil end
+  last = max(last, n == 2 and id2 or (n == 1 and id1 or last))
+  local now = clock()
+  -- The lease, live (find_live), and the others kept (lease_update).
+  local units, latest, any, keep = nil, 0, false, ''
+  if n >= 1 and d1 ~= 0 then
+    if id1 == id and now < d1 then units = u1
+    elseif now < d1 then latest, any, keep = max(latest, d1), true, sub(bytes, LEASE_HEADER + 1, LEASE_HEADER + RECORD) end
+  end
+  if n == 2 and d2 ~= 0 then
+    if id2 == id and now < d2 then units = u2
+    elseif now < d2 then latest, any, keep = max(latest, d2), true, keep .. sub(bytes, LEASE_HEADER + RECORD + 1, len) end
+  end
+  if not units then return 0 end
+  local ends = nil
+  if any then ends = max(latest, last + 1) elseif last >= now then ends = max(now, last + 1) end
+  if ends then
+    set_at(key, 'Q' .. u64_bytes(last) .. keep, ceil_div(ends, 1000))
+  else
+    call('DEL', key)
+  end
+  return units
+end
+
 local function release_command(keys, args)
   local key = one_key(keys, 'rl_release', 'rl.release')
   if #args ~= 1 then arity_error('rl.release') end
   local id = lease_id(args[1])
+  if id then
+    local units = release_plain(key, id)
+    if units then return units end
+  end
   local view, bytes = read_leases(key)
   local now = clock()
   local lease = find_live(view, now, id)
