@@ -1922,7 +1922,7 @@ end
 
 -- (In a block of its own: the library's top level may hold at most 200
 -- locals.)
-local plain, keep_limiter, kept_limiter, plain_reply, all_plain
+local plain, plain_refund, keep_limiter, kept_limiter, plain_reply, all_plain
 do
   -- Decimal strings seen, and their values (false: not a canonical integer).
   local NUMBERS, numbers_held = {}, 0
@@ -1947,6 +1947,23 @@ do
     if not q or q > MAX_QUANTITY then return nil end
     if m == n + 1 then return q, 1000000 end
     a = args[n + 2]
+    if a == 'MS' or a == 'ms' then return q, 1000 end
+    return nil
+  end
+
+  -- The quantity and the unit of `quantity REFUND [MS]` after n parameters;
+  -- nil for anything else.
+  function plain_refund(args, n)
+    local m = #args
+    if m < n + 2 or m > n + 3 then return nil end
+    local word = args[n + 2]
+    if word ~= 'REFUND' and word ~= 'refund' then return nil end
+    local a = args[n + 1]
+    local q = NUMBERS[a]
+    if q == nil then q = number_of(a) end
+    if not q or q > MAX_QUANTITY then return nil end
+    if m == n + 2 then return q, 1000000 end
+    a = args[n + 3]
     if a == 'MS' or a == 'ms' then return q, 1000 end
     return nil
   end
@@ -2017,9 +2034,10 @@ do
       return 0
     end
 
-    local function gcra_fast(lim, bytes, now, q)
+    local function gcra_fast(lim, bytes, now, q, refund)
       local d, T, limit = lim.d, lim.T, lim.limit
       local tu, tf = now, 0
+      local stored = false
       if bytes then
         if #bytes ~= 9 then return nil end
         local tag, lo, hi = unpack('<BI4I4', bytes)
@@ -2039,12 +2057,34 @@ do
           if c * TICKS_PER_MICRO < x then c = c + 1 end
           if c == d then u, f = u + 1, 0 else f = c end
         end
-        if u > now or (u == now and f > 0) then tu, tf = u, f end
+        if u > now or (u == now and f > 0) then tu, tf, stored = u, f, true end
       end
       local hu, hf = now + lim.tol_u, lim.tol_f
+      if refund and stored and q > 0 then
+        -- Gcra:refund: the TAT less q * T, rested (the key deleted) where
+        -- that is no later than now.
+        local bu, bf
+        if d == 1 then bu, bf = q * T, 0 else bu, bf = muldivmod(q, T, d) end
+        local nu, nf = now, 0
+        if bu then
+          nu, nf = tu - bu, tf - bf
+          if nf < 0 then nu, nf = nu - 1, nf + d end
+        end
+        if not (nu > now or (nu == now and nf > 0)) then
+          return 0, gcra_room(hu, hf, now, 0, d, T, limit), -1, 0, true
+        end
+        local ends = nu
+        if nf > 0 then ends = nu + 1 end
+        if TICKS_PER_MICRO % d ~= 0 then return nil end
+        local ul = nu % TWO32
+        local low = ul * TICKS_PER_MICRO + nf * (TICKS_PER_MICRO / d)
+        local lo = low % TWO32
+        local value = pack('<BI4I4', 71, lo, (nu - ul) / TWO32 * TICKS_PER_MICRO + (low - lo) / TWO32)
+        return 0, gcra_room(hu, hf, nu, nf, d, T, limit), -1, ends - now, value, ceil_div(ends, 1000)
+      end
       local reset = tu - now
       if tf > 0 then reset = reset + 1 end
-      if q == 0 then return 0, gcra_room(hu, hf, tu, tf, d, T, limit), -1, reset end
+      if q == 0 or refund then return 0, gcra_room(hu, hf, tu, tf, d, T, limit), -1, reset end
       if q > limit then return 1, gcra_room(hu, hf, tu, tf, d, T, limit), -2, reset end
       local qu, qf
       if d == 1 then qu, qf = q * T, 0 else qu, qf = muldivmod(q, T, d) end
@@ -2066,6 +2106,7 @@ do
       return 0, gcra_room(hu, hf, nu, nf, d, T, limit), -1, ends - now, value, ceil_div(ends, 1000)
     end
     ALGORITHMS[1].fast = gcra_fast
+    ALGORITHMS[1].fast_refund = true
   end
 
   do
@@ -2299,7 +2340,14 @@ do
       if not lim then return nil end
       LIM[i] = lim
     end
-    local values = call('MGET', spread(keys))
+    local values
+    if n == 1 then
+      values = call('MGET', keys[1])
+    elseif n == 2 then
+      values = call('MGET', keys[1], keys[2])
+    else
+      values = call('MGET', spread(keys))
+    end
     local absent = 0
     for i = 1, n do
       if not values[i] then
@@ -2424,6 +2472,11 @@ local function rate_command(alg, fname)
     local pre = nil
     if #keys == 1 and not SETTINGS.shadow then
       local q, unit = plain(args, n)
+      local refund = false
+      if not q and alg.fast_refund then
+        q, unit = plain_refund(args, n)
+        refund = q ~= nil
+      end
       -- The kept limiter (kept_limiter, inline).
       local lim = q and alg.kept[unit][args[1]]
       if lim then
@@ -2437,9 +2490,13 @@ local function rate_command(alg, fname)
         if not bytes or not bytes.err then
           bytes = bytes or nil
           local now = clock()
-          local blocked, remaining, retry, reset, value, ms = fast(lim, bytes, now, q)
+          local blocked, remaining, retry, reset, value, ms = fast(lim, bytes, now, q, refund)
           if blocked then
-            if value then set_at(key, value, ms) end
+            if value == true then
+              call('DEL', key)
+            elseif value then
+              set_at(key, value, ms)
+            end
             return plain_reply(lim.limit, blocked, remaining, retry, reset, unit)
           end
           pre = { bytes = bytes, now = now }
