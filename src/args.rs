@@ -85,11 +85,19 @@ impl Options {
     }
 
     /// A request the algorithm alone decides when it allows it now: taken
-    /// now, or waited for, or granted in part (whatever `PEEK` and `BLOCK`
-    /// say), but not given back or forced.
+    /// now, or waited for, or granted in part, or forced (whatever `PEEK`
+    /// and `BLOCK` say), but not given back.
     #[inline(always)]
     pub fn allowed_at_once(&self) -> bool {
-        self.named & (Opt::Refund.bit() | Opt::Force.bit()) == 0
+        self.named & Opt::Refund.bit() == 0
+    }
+
+    /// A request taken now: not waited for, granted in part, forced or given
+    /// back (whatever `PEEK` and `BLOCK` say).
+    #[inline(always)]
+    pub fn taken_now(&self) -> bool {
+        let other_ways = Opt::Refund.bit() | Opt::Force.bit() | Opt::Wait.bit() | Opt::AtMost.bit();
+        self.named & other_ways == 0
     }
 
     /// A refusal the algorithm alone decides too: nothing to wait for, no

@@ -170,10 +170,13 @@ pub fn judge<C: Codec>(
             Content::String(bytes) if !Frame::framed_value(bytes) => C::decode(bytes)
                 .ok()
                 .and_then(|state| take_at_once::<C>(limiter, Some(&state), options, now, judged)),
+            Content::String(bytes) if options.taken_now() => {
+                refuse_while_blocked::<C>(limiter, bytes, options.quantity, now, judged)
+            }
             _ => None,
         };
         if let Some(taken) = taken {
-            return taken.map_err(|entries| too_long(key.name(), entries));
+            return taken.map_err(|fault| fault.error(key.name(), command));
         }
     }
     let fault = {
@@ -211,21 +214,14 @@ pub fn judge<C: Codec>(
             Err(fault) => fault,
         }
     };
-    Err(match fault {
-        Fault::Unreadable(problem, holder) => CommandError::state(key.name(), command, problem, holder),
-        Fault::Overdrawn => CommandError::Overdrawn {
-            key: printable(key.name()),
-        },
-        Fault::TooLong(entries) => too_long(key.name(), entries),
-    })
+    Err(fault.error(key.name(), command))
 }
 
 /// A request on a key without a block that the algorithm alone decides
 /// (see [`Options::allowed_at_once`]): its decision and, but with `PEEK`,
 /// its record planned (what the general path does for it, without the
 /// options' steps). `None`: a refusal the options decide (a wait, a smaller
-/// grant, a block). `Err`: a log that would hold this many entries, past its
-/// setting.
+/// grant, a block). `Err`: a request the state cannot take.
 #[inline(always)]
 fn take_at_once<C: Codec>(
     limiter: &C::Limiter,
@@ -233,9 +229,18 @@ fn take_at_once<C: Codec>(
     options: &Options,
     now: Instant,
     judged: &mut Judged,
-) -> Option<Result<(), u64>> {
+) -> Option<Result<(), Fault>> {
     let quantity = options.quantity;
-    let outcome = limiter.check(state, now, quantity);
+    // A forced request is recorded whatever the limit says (a query, with
+    // `FORCE` or not, is a query).
+    let outcome = if options.names(Opt::Force) && quantity > 0 {
+        match limiter.force(state, now, quantity) {
+            Ok(forced) => forced,
+            Err(Overdrawn) => return Some(Err(Fault::Overdrawn)),
+        }
+    } else {
+        limiter.check(state, now, quantity)
+    };
     let Some(update) = outcome.update else {
         if outcome.decision.blocked && !options.refused_at_once() {
             return None;
@@ -258,7 +263,7 @@ fn take_at_once<C: Codec>(
     if logged > 0 {
         let entries = C::entries_after(state, &update.change);
         if entries > config::sliding_log_max_limit() {
-            return Some(Err(entries));
+            return Some(Err(Fault::TooLong(entries)));
         }
     }
     judged.logged = logged;
@@ -270,15 +275,33 @@ fn take_at_once<C: Codec>(
     Some(Ok(()))
 }
 
-/// The error of a log that would hold `entries`, past its setting.
-#[cold]
-fn too_long(key: &[u8], entries: u64) -> CommandError {
-    CommandError::LogTooLong {
-        key: printable(key),
-        entries,
-        max: config::sliding_log_max_limit(),
-        setting: config::SLIDING_LOG_CAP.setting,
-    }
+/// A request taken now on a key whose block is in force, when the limiter
+/// rests before the block ends: refused by the block alone, nothing
+/// written (what the general path answers). `None`: anything else.
+#[inline(always)]
+fn refuse_while_blocked<C: Codec>(
+    limiter: &C::Limiter,
+    bytes: &[u8],
+    quantity: u64,
+    now: Instant,
+    judged: &mut Judged,
+) -> Option<Result<(), Fault>> {
+    let frame = Frame::read(bytes).ok()?;
+    let until = request::in_force(frame.block, now)?;
+    let state = match frame.state {
+        [] => None,
+        state => Some(C::decode(state).ok()?),
+    };
+    let decision = request::refused_by_block(limiter, state.as_ref(), until, now, quantity)?;
+    judged.decision = decision;
+    judged.granted = 0;
+    judged.earliest = match decision.retry_after {
+        RetryAfter::After(_) => Some(until),
+        _ => None,
+    };
+    judged.logged = 0;
+    judged.write = None;
+    Some(Ok(()))
 }
 
 /// Why a judgement found nothing to write: the stored bytes, or a request
@@ -288,6 +311,23 @@ enum Fault {
     Overdrawn,
     /// A sliding log that would hold this many entries, past its setting.
     TooLong(u64),
+}
+
+impl Fault {
+    /// Its error, for the command `command` on the key `key`.
+    #[cold]
+    fn error(self, key: &[u8], command: &'static str) -> CommandError {
+        match self {
+            Fault::Unreadable(problem, holder) => CommandError::state(key, command, problem, holder),
+            Fault::Overdrawn => CommandError::Overdrawn { key: printable(key) },
+            Fault::TooLong(entries) => CommandError::LogTooLong {
+                key: printable(key),
+                entries,
+                max: config::sliding_log_max_limit(),
+                setting: config::SLIDING_LOG_CAP.setting,
+            },
+        }
+    }
 }
 
 /// Plan the write of a verdict's `effect` into `judged` (none with `PEEK`),

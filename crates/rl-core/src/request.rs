@@ -175,28 +175,49 @@ pub fn judge<L: Limiter>(
     // the limiter rests by then, the block alone decides (what `wait`
     // answers, without asking the algorithm).
     if let (Some(until), Mode::Take, Joint::Alone) = (case.block, request.mode, joint) {
-        if limiter.rested_at(state, now) <= until {
-            let left = until.saturating_since(now);
-            let passes = q <= limiter.limit();
+        if let Some(decision) = refused_by_block(limiter, state, until, now, q) {
             return Ok(Verdict {
-                decision: Decision {
-                    blocked: true,
-                    limit: limiter.limit(),
-                    remaining: 0,
-                    retry_after: if passes {
-                        RetryAfter::After(left)
-                    } else {
-                        RetryAfter::Never
-                    },
-                    reset: left,
-                },
+                decision,
                 granted: 0,
-                earliest: passes.then_some(until),
+                earliest: match decision.retry_after {
+                    RetryAfter::After(_) => Some(until),
+                    _ => None,
+                },
                 effect: Effect::Nothing,
             });
         }
     }
     case.with_options(joint)
+}
+
+/// A request of `quantity` units taken now on a key blocked until `until`
+/// (later than `now`), when the limiter rests by then: refused until the
+/// block ends, decided by the block alone (a request's own wait is never
+/// longer than the time to rest, so the algorithm need not be asked).
+/// `None`: the limiter rests after the block ends, and decides too.
+#[inline(always)]
+pub fn refused_by_block<L: Limiter>(
+    limiter: &L,
+    state: Option<&L::State<'_>>,
+    until: Instant,
+    now: Instant,
+    quantity: u64,
+) -> Option<Decision> {
+    if limiter.rested_at(state, now) > until {
+        return None;
+    }
+    let left = until.saturating_since(now);
+    Some(Decision {
+        blocked: true,
+        limit: limiter.limit(),
+        remaining: 0,
+        retry_after: if quantity <= limiter.limit() {
+            RetryAfter::After(left)
+        } else {
+            RetryAfter::Never
+        },
+        reset: left,
+    })
 }
 
 /// What every rule of a judgement reads: the limit, its state, the key's
