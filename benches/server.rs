@@ -4,6 +4,8 @@
 //! - each `RL.*` command,
 //! - the same algorithm as a hand-written Lua script (`benches/lua/`, run
 //!   with `SCRIPT LOAD` + `EVALSHA`),
+//! - the functions edition (`functions/ratelimit.lua`, `FUNCTION LOAD`):
+//!   each command as `FCALL rl_<name>`, and its lease and refund pairs,
 //! - redis-cell's `CL.THROTTLE` when `RL_CELL_MODULE` points at its `.so`,
 //!
 //! on one key and on 100,000 random keys, at pipeline 1 and 16; and leases,
@@ -407,6 +409,29 @@ fn lease_workloads(server: &Server) -> Vec<Leases> {
             released: None,
         },
         Leases {
+            name: FCALL_LEASES,
+            acquire: strings(&[
+                "FCALL",
+                "rl_concurrency",
+                "1",
+                "{key}",
+                LEASE_LIMIT,
+                LEASE_TIMEOUT,
+            ]),
+            release: strings(&["FCALL", "rl_release", "1", "{key}", "{lease}"]),
+            stats: vec!["fcall"],
+            versus: LUA_LEASES,
+            released: Some(1),
+        },
+        Leases {
+            name: FCALL_REFUNDS,
+            acquire: with(&["FCALL", "rl_gcra", "1", "{key}"], &[]),
+            release: with(&["FCALL", "rl_gcra", "1", "{key}"], &["1", "REFUND"]),
+            stats: vec!["fcall"],
+            versus: LUA_REFUNDS,
+            released: None,
+        },
+        Leases {
             name: LUA_REFUNDS,
             acquire: with(&["EVALSHA", &gcra, "1", "{key}"], &[]),
             release: with(&["EVALSHA", &gcra_refund, "1", "{key}"], &["1"]),
@@ -434,6 +459,8 @@ fn lease_workloads(server: &Server) -> Vec<Leases> {
 }
 
 const LEASES: &str = "RL.CONCURRENCY + RL.RELEASE";
+const FCALL_LEASES: &str = "FCALL rl_concurrency + rl_release";
+const FCALL_REFUNDS: &str = "FCALL rl_gcra + rl_gcra REFUND";
 const LUA_LEASES: &str = "Lua sorted set: acquire + release";
 const REFUNDS: &str = "RL.GCRA + RL.GCRA REFUND";
 const LUA_REFUNDS: &str = "Lua gcra + gcra_refund";
@@ -779,6 +806,55 @@ fn workloads(server: &Server) -> Vec<Workload> {
         args.extend(params.iter().map(String::as_str));
         list.push(w(&format!("Lua {file}"), "evalsha", &args));
     }
+    // The functions edition (functions/ratelimit.lua): the same calls as
+    // FCALL, beside the module's commands and the hand-written scripts.
+    let library =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("functions/ratelimit.lua"))
+            .expect("functions/ratelimit.lua");
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(&library)
+        .query(&mut server.connection())
+        .expect("FUNCTION LOAD");
+    for sample in common::rate_commands() {
+        let function = common::function_of(sample.name).expect("a function per command");
+        let params = rate(sample);
+        let mut args = vec!["FCALL", function.as_str(), "1", "{key}"];
+        args.extend(params.iter().map(String::as_str));
+        list.push(w(&format!("FCALL {function}"), "fcall", &args));
+    }
+    list.push(w(
+        "FCALL rl_concurrency",
+        "fcall",
+        &["FCALL", "rl_concurrency", "1", "{key}", "100", "{period}"],
+    ));
+    list.push(w(
+        FCALL_ALL_FIXED,
+        "fcall",
+        &[
+            "FCALL", "rl_all", "3", "{key}:a", "{key}:b", "{key}:c", "FIXED", "100", "{period}", "FIXED",
+            "100", "{period}", "FIXED", "100", "{period}",
+        ],
+    ));
+    list.push(w(
+        FCALL_ALL_MIXED,
+        "fcall",
+        &[
+            "FCALL",
+            "rl_all",
+            "2",
+            "{key}:g",
+            "{key}:l",
+            "GCRA",
+            "99",
+            "100",
+            "{period}",
+            "SLIDING_LOG",
+            "100",
+            "{period}",
+        ],
+    ));
     // Leases taken and never released (they end at the period's end): the
     // acquire alone, on the redis-benchmark rows; pairs are driven apart.
     let acquire_lua = std::fs::read_to_string(lua_dir.join("concurrency_acquire.lua")).unwrap();
@@ -891,6 +967,8 @@ const ALL_FIXED: &str = "RL.ALL: 3 FIXED";
 const ALL_MIXED: &str = "RL.ALL: GCRA + SLIDING_LOG";
 const LUA_ALL_FIXED: &str = "Lua all: 3 fixed";
 const LUA_ALL_MIXED: &str = "Lua all: gcra + sliding_log";
+const FCALL_ALL_FIXED: &str = "FCALL rl_all: 3 FIXED";
+const FCALL_ALL_MIXED: &str = "FCALL rl_all: GCRA + SLIDING_LOG";
 
 /// A field of a command's `INFO commandstats` line (`usec`: its total
 /// microseconds since the last RESETSTAT; `usec_per_call`).
@@ -1093,10 +1171,9 @@ fn main() {
     // Memory per limiter and replication bytes per request.
     let mut memory = BTreeMap::new();
     let mut con = server.connection();
-    for w in list
-        .iter()
-        .filter(|w| (w.name.starts_with("RL.") || w.name.starts_with("Lua")) && w.one_key())
-    {
+    for w in list.iter().filter(|w| {
+        (w.name.starts_with("RL.") || w.name.starts_with("Lua") || w.name.starts_with("FCALL")) && w.one_key()
+    }) {
         let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
         for _ in 0..2 {
             let args = w.args("user:000001", PERIOD);
@@ -1515,6 +1592,41 @@ fn targets(r: &Report) -> String {
                 .zip(long("RL.SLIDING_LOG"))
                 .map(|(a, b)| a / b),
             1.1,
+            true,
+        ));
+    }
+    // The functions edition: each function at most the hand-written
+    // script of its algorithm (which is neither exact nor has an option),
+    // RL.ALL of three fixed windows at most 0.6 of the script's.
+    for (function, script) in [
+        ("FCALL rl_gcra", "Lua gcra"),
+        ("FCALL rl_token_bucket", "Lua token_bucket"),
+        ("FCALL rl_fixed", "Lua fixed"),
+        ("FCALL rl_sliding_log", "Lua sliding_log"),
+        ("FCALL rl_sliding_counter", "Lua sliding_counter"),
+        ("FCALL rl_concurrency", "Lua concurrency_acquire"),
+        (FCALL_ALL_MIXED, LUA_ALL_MIXED),
+    ] {
+        rows.push((
+            format!("instructions: {function} / {script} (60 s)"),
+            long(function).zip(long(script)).map(|(a, b)| a / b),
+            1.0,
+            true,
+        ));
+    }
+    rows.push((
+        format!("instructions: {FCALL_ALL_FIXED} / {LUA_ALL_FIXED} (60 s)"),
+        long(FCALL_ALL_FIXED).zip(long(LUA_ALL_FIXED)).map(|(a, b)| a / b),
+        0.6,
+        true,
+    ));
+    for (pair, script) in [(FCALL_LEASES, LUA_LEASES), (FCALL_REFUNDS, LUA_REFUNDS)] {
+        rows.push((
+            format!("instructions: {pair} / {script}"),
+            inst(&format!("{pair}{PAIR}"))
+                .zip(inst(&format!("{script}{PAIR}")))
+                .map(|(a, b)| a / b),
+            1.0,
             true,
         ));
     }

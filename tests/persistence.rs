@@ -1,6 +1,15 @@
 //! The same state everywhere: replicas (with and without the module), AOF
 //! replay after a crash, AOF rewrite, RDB, and the replication cost.
 //!
+//! Run with `RL_EDITION=functions` or `scripts` (as `.ci/test` does on every
+//! server), the same tests show that a replica and the AOF of the functions
+//! edition and of the scripts hold the master's exact bytes and expiries
+//! (`DUMP` and `PEXPIRETIME` compared key by key): the replica (started
+//! without the module) gets the library from its master, and applies the
+//! effects the calls replicated, never the calls (whose clock would be its
+//! own); every AOF read is checked to hold no `FCALL`, `EVALSHA` or `EVAL`
+//! (`common::aof_commands`).
+//!
 //! Every limiter here uses windows of an hour or more, so nothing expires
 //! while a test compares servers; fixed windows, which end (and whose keys
 //! expire) at the next epoch-aligned boundary, are 10^9 s long: the next
@@ -319,6 +328,9 @@ fn rdb_save_and_debug_reload_keep_the_state() {
 /// replica attached. The sliding log's cost must not grow with its limit.
 #[test]
 fn replication_bytes_per_allowed_request() {
+    if common::module_only() {
+        return; // the module's own replication stream
+    }
     let master = Server::master(&[]);
     let mut m = master.client();
     let _replica = Server::replica_of(&master, false);
