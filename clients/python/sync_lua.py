@@ -10,7 +10,7 @@ edited here:
     python3 clients/python/sync_lua.py --check  # exit 1 if a copy differs
 
 The check fails on a copy that differs from its source, a source with no
-copy, a copy with no source, and a missing source tree.
+copy, a copy with no source, and a missing library.
 """
 
 from __future__ import annotations
@@ -46,8 +46,6 @@ def differences(source: Path = SOURCE, copy: Path = COPY) -> list[str]:
         elif have[name].read_bytes() != path.read_bytes():
             problems.append(f"{name}: the package's copy differs from functions/{name}")
     problems += [f"{name}: in the package but not in functions/" for name in have if name not in want]
-    if not any(name.startswith("scripts/") for name in want):
-        problems.append("scripts/: functions/scripts/ holds no generated script")
     return problems
 
 

@@ -21,16 +21,20 @@ from .servers import Cluster, Server, module, redis6, redis7
 # -- what this tree can test --------------------------------------------------
 
 
-def packaged_lua() -> bool:
-    """True when the package holds the functions library and its scripts."""
-    lua = resources.files("redis_ratelimit_client").joinpath("lua")
-    return lua.joinpath("ratelimit.lua").is_file() and lua.joinpath("scripts", "rl_gcra.lua").is_file()
+def _packaged(*parts: str) -> bool:
+    path = resources.files("redis_ratelimit_client").joinpath("lua")
+    for part in parts:
+        path = path.joinpath(part)
+    return path.is_file()
 
 
-NEEDS_LUA = pytest.mark.skipif(
-    not packaged_lua(),
-    reason="the functions edition (functions/ratelimit.lua, functions/scripts/) is not in this tree yet",
-)
+HAS_LIBRARY = _packaged("ratelimit.lua")
+HAS_SCRIPTS = _packaged("scripts", "rl_gcra.lua")
+NO_LIBRARY = "the functions library (functions/ratelimit.lua) is not in this tree yet"
+NO_SCRIPTS = "the generated scripts (functions/scripts/) are not in this tree yet"
+NEEDS_LIBRARY = pytest.mark.skipif(not HAS_LIBRARY, reason=NO_LIBRARY)
+NEEDS_SCRIPTS = pytest.mark.skipif(not HAS_SCRIPTS, reason=NO_SCRIPTS)
+
 
 # -- servers, one of each kind per session ------------------------------------
 
@@ -92,8 +96,10 @@ BACKEND_SERVER = {"module": "module", "functions": "functions", "scripts": "redi
 
 @pytest.fixture(params=["module", "functions", "scripts"])
 def backend(request: pytest.FixtureRequest) -> str:
-    if request.param != "module" and not packaged_lua():
-        pytest.skip("the functions edition (functions/ratelimit.lua, functions/scripts/) is not in this tree yet")
+    if request.param == "functions" and not HAS_LIBRARY:
+        pytest.skip(NO_LIBRARY)
+    if request.param == "scripts" and not HAS_SCRIPTS:
+        pytest.skip(NO_SCRIPTS)
     return str(request.param)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -28,6 +29,20 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def free_cluster_port() -> int:
+    """A free port whose cluster bus port (10000 higher) is free too."""
+    for _ in range(100):
+        port = random.randint(20000, 55535)
+        try:
+            with socket.socket() as a, socket.socket() as b:
+                a.bind(("127.0.0.1", port))
+                b.bind(("127.0.0.1", port + 10000))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free pair of ports for a cluster node")
 
 
 def redis7() -> str:
@@ -59,9 +74,9 @@ def redis6() -> str:
 class Server:
     """One redis-server process."""
 
-    def __init__(self, binary: str, *args: str) -> None:
+    def __init__(self, binary: str, *args: str, port: int | None = None) -> None:
         self.binary = binary
-        self.port = free_port()
+        self.port = port or free_port()
         self.dir = tempfile.mkdtemp(prefix="rl-client-python-")
         self.process = subprocess.Popen(
             [
@@ -112,7 +127,10 @@ class Cluster:
 
     def __init__(self, binary: str, *args: str) -> None:
         self.nodes = [
-            Server(binary, "--cluster-enabled", "yes", "--cluster-node-timeout", "5000", *args) for _ in range(3)
+            Server(
+                binary, "--cluster-enabled", "yes", "--cluster-node-timeout", "5000", *args, port=free_cluster_port()
+            )
+            for _ in range(3)
         ]
         try:
             self._create()

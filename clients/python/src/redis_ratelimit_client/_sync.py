@@ -89,7 +89,7 @@ class RateLimits:
         try:
             step = next(steps)
             while True:
-                options = {"target_nodes": step.target} if self._cluster and step.target else {}
+                options = {"target_nodes": self._targets(step.target)} if self._cluster and step.target else {}
                 try:
                     reply = self._execute(*step.args, **options)
                 except ResponseError as error:
@@ -98,6 +98,13 @@ class RateLimits:
                     step = steps.send(reply)
         except StopIteration as stop:
             return stop.value
+
+    def _targets(self, target: str) -> Any:
+        """The nodes of a Cluster that a step goes to, named (redis-py
+        routes a flag such as "primaries" by the command's keys first, and
+        the search's commands have none)."""
+        cluster: Any = self.redis
+        return cluster.get_random_node() if target == _backend.RANDOM else cluster.get_primaries()
 
     def _call(self, command: str, function: str, keys: Sequence[Key], args: Sequence[Any]) -> Any:
         backend = self._backend or self._find()
@@ -124,7 +131,7 @@ class RateLimits:
                 raise ServerError(str(error)) from error
         elif backend.kind == SCRIPTS and isinstance(error, NoScriptError):
             script = _backend.source(_backend.script_name(function))
-            options = {"target_nodes": _backend.PRIMARIES} if self._cluster else {}
+            options = {"target_nodes": self._targets(_backend.PRIMARIES)} if self._cluster else {}
             self._execute("SCRIPT", "LOAD", script, **options)
         else:
             raise ServerError(str(error)) from error

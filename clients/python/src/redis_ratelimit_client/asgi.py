@@ -61,6 +61,20 @@ def client_ip(scope: Scope) -> str:
     return str(client[0]) if client else "unknown"
 
 
+def header_key(name: str, default: Callable[[Scope], str | None] = client_ip) -> Callable[[Scope], str | None]:
+    """A key function: the value of the request header ``name`` (an API key,
+    a client id, or the address a trusted proxy sets), else ``default(scope)``."""
+    wanted = name.lower().encode("latin-1")
+
+    def key(scope: Scope) -> str | None:
+        for header, value in scope.get("headers", ()):
+            if header == wanted:
+                return bytes(value).decode("latin-1")
+        return default(scope)
+
+    return key
+
+
 def limiter_keys(limiter: AsyncLimiter | AsyncAllOf, identity: str, prefix: str) -> list[str]:
     """The Redis keys of a request's identity: ``{prefix}{name}:{identity}``
     per limit, the identity as the hash tag so that an ``all_of``'s keys
@@ -171,4 +185,4 @@ class RateLimitMiddleware:
         await self.app(scope, receive, send_with_headers)
 
 
-__all__ = ["RateLimitMiddleware", "client_ip", "limiter_keys"]
+__all__ = ["RateLimitMiddleware", "client_ip", "header_key", "limiter_keys"]
