@@ -3,8 +3,8 @@ over a real HTTP server (uvicorn on a free port) and real Redis servers:
 429 with Retry-After and the draft-10 RateLimit headers, the headers on
 allowed responses too, and fail open or closed when Redis is down."""
 
-from __future__ import annotations
-
+# No "from __future__ import annotations" here: FastAPI reads the routes'
+# annotations at run time, and they name this test's local dependencies.
 import asyncio
 import threading
 import time
