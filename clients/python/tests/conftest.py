@@ -158,20 +158,25 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def connect(mode: str) -> Iterator[Callable[..., Any]]:
-    """connect(port, **RateLimits options) -> a RateLimits, sync or async
-    (behind Blocking), for a single server."""
+    """connect(port, cluster=False, redis_options={...}, **RateLimits
+    options) -> a RateLimits, sync or async (behind Blocking)."""
     loop = asyncio.new_event_loop()
     clients: list[Any] = []
 
-    def make(port: int, *, cluster: bool = False, **options: Any) -> Any:
+    def make(port: int, *, cluster: bool = False, redis_options: dict[str, Any] | None = None, **options: Any) -> Any:
+        kw = redis_options or {}
         if mode == "sync":
-            sync_client = redis.cluster.RedisCluster(host="127.0.0.1", port=port) if cluster else redis.Redis(port=port)
+            sync_client = (
+                redis.cluster.RedisCluster(host="127.0.0.1", port=port, **kw)
+                if cluster
+                else redis.Redis(port=port, **kw)
+            )
             clients.append(sync_client)
             return rl.RateLimits(sync_client, **options)
         if cluster:
-            async_client: Any = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=port)
+            async_client: Any = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=port, **kw)
         else:
-            async_client = redis.asyncio.Redis(port=port)
+            async_client = redis.asyncio.Redis(port=port, **kw)
         clients.append(async_client)
         return Blocking(rl.AsyncRateLimits(async_client, **options), loop)
 
