@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""The client's cost: calls per second through ``Limiter.take`` against the
+same command sent raw with redis-py's ``execute_command``, one connection,
+one call at a time (pipeline 1), in the same run.
+
+    python clients/python/bench.py [--calls 20000] [--rounds 5]
+
+Starts its own servers on free loopback ports: Redis 7 (``redis-server`` on
+PATH, or RL_REDIS7) with the module (RL_MODULE, default
+target/release/libredis_ratelimit.so), and one without it for the functions
+library. Raw and client runs alternate, round after round, and each figure
+is the median of its rounds, so that a noisy neighbour slows both alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import redis
+import redis.asyncio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from redis_ratelimit_client import AsyncRateLimits, RateLimits
+from redis_ratelimit_client._backend import source
+from tests.servers import Server, module, redis7
+
+# Always allowed, so that both sides do the same work on every call.
+RATE, PER_MS = 1_000_000, 1000
+
+
+def rate(calls: int, run: Callable[[int], None]) -> float:
+    start = time.perf_counter()
+    run(calls)
+    return calls / (time.perf_counter() - start)
+
+
+def sync_pair(port: int, backend: str) -> tuple[Callable[[int], None], Callable[[int], None]]:
+    client = redis.Redis(port=port)
+    api = RateLimits(client, backend=backend).gcra(rate=RATE, per=PER_MS / 1000, burst=RATE)
+    head = ("RL.GCRA",) if backend == "module" else ("FCALL", "rl_gcra", 1)
+    args = (*head, "bench:raw", RATE - 1, RATE, PER_MS, 1, "MS")
+    execute = client.execute_command
+    take = api.take
+
+    def raw(n: int) -> None:
+        for _ in range(n):
+            execute(*args)
+
+    def through_client(n: int) -> None:
+        for _ in range(n):
+            take("bench:client")
+
+    return raw, through_client
+
+
+def async_pair(
+    port: int, backend: str, loop: asyncio.AbstractEventLoop
+) -> tuple[Callable[[int], None], Callable[[int], None]]:
+    client = redis.asyncio.Redis(port=port)
+    api = AsyncRateLimits(client, backend=backend).gcra(rate=RATE, per=PER_MS / 1000, burst=RATE)
+    head = ("RL.GCRA",) if backend == "module" else ("FCALL", "rl_gcra", 1)
+    args = (*head, "bench:raw", RATE - 1, RATE, PER_MS, 1, "MS")
+    execute = client.execute_command
+    take = api.take
+
+    async def raw(n: int) -> None:
+        for _ in range(n):
+            await execute(*args)
+
+    async def through_client(n: int) -> None:
+        for _ in range(n):
+            await take("bench:client")
+
+    def blocking(run: Callable[[int], Awaitable[None]]) -> Callable[[int], None]:
+        return lambda n: loop.run_until_complete(run(n))
+
+    return blocking(raw), blocking(through_client)
+
+
+class Stub:
+    """A connection that answers at once: what remains is the client's own cost."""
+
+    reply = (0, RATE, RATE - 1, -1, 1)
+
+    def execute_command(self, *args: object) -> tuple[int, ...]:
+        return self.reply
+
+
+def client_cost(calls: int, rounds: int) -> float:
+    """Microseconds the client adds to a call, over a connection that costs
+    nothing (the median of rounds)."""
+    stub = Stub()
+    api = RateLimits(stub, backend="module").gcra(rate=RATE, per=PER_MS / 1000, burst=RATE)  # type: ignore[arg-type]
+    args = ("RL.GCRA", "bench:raw", RATE - 1, RATE, PER_MS, 1, "MS")
+    costs = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            stub.execute_command(*args)
+        raw = time.perf_counter() - start
+        start = time.perf_counter()
+        for _ in range(calls):
+            api.take("bench:client")
+        costs.append((time.perf_counter() - start - raw) / calls * 1e6)
+    return statistics.median(costs)
+
+
+def measure(name: str, raw: Callable[[int], None], client: Callable[[int], None], calls: int, rounds: int) -> None:
+    raw(calls // 10)  # warm up: connect, find the backend, load the library
+    client(calls // 10)
+    raw_rates, client_rates = [], []
+    for _ in range(rounds):
+        raw_rates.append(rate(calls, raw))
+        client_rates.append(rate(calls, client))
+    r, c = statistics.median(raw_rates), statistics.median(client_rates)
+    print(f"| {name} | {r:,.0f} | {c:,.0f} | {c / r:.3f} |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=20000, help="calls per run (default 20000)")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
+    options = parser.parse_args()
+    with_module = Server(redis7(), "--loadmodule", module())
+    functions = Server(redis7())
+    loop = asyncio.new_event_loop()
+    try:
+        functions.client().execute_command("FUNCTION", "LOAD", "REPLACE", source("ratelimit.lua"))
+        print(
+            f"Python {sys.version.split()[0]}, redis-py {redis.__version__}, {options.calls} calls per run, "
+            f"median of {options.rounds} rounds"
+        )
+        print("| backend, client | raw calls/s | client calls/s | client / raw |")
+        print("|---|---|---|---|")
+        measure("module, sync", *sync_pair(with_module.port, "module"), options.calls, options.rounds)
+        measure("module, async", *async_pair(with_module.port, "module", loop), options.calls, options.rounds)
+        measure("functions, sync", *sync_pair(functions.port, "functions"), options.calls, options.rounds)
+        measure("functions, async", *async_pair(functions.port, "functions", loop), options.calls, options.rounds)
+        print(
+            f"The client's own cost over a connection that answers at once: "
+            f"{client_cost(options.calls * 5, options.rounds):.2f} us per call"
+        )
+    finally:
+        loop.close()
+        with_module.stop()
+        functions.stop()
+
+
+if __name__ == "__main__":
+    main()
