@@ -168,3 +168,37 @@ def test_an_unknown_backend_name() -> None:
 
     with pytest.raises(RateLimitError, match="backend must be one of module, functions, scripts"):
         RateLimits(redis.Redis(), backend="lua")
+
+
+@NEEDS_LIBRARY
+def test_requests_that_start_together_search_once(servers: Servers) -> None:
+    """Twenty requests at once on a fresh client: one search, one load, and
+    twenty units taken (threads for the sync client, tasks for the async)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    import redis.asyncio
+
+    from redis_ratelimit_client import AsyncRateLimits, RateLimits
+
+    server = fresh(servers, "functions")
+    api = RateLimits(redis.Redis(port=server.port)).gcra(rate=1, per=3600, burst=100)
+    with ThreadPoolExecutor(20) as pool:
+        assert sorted(pool.map(lambda _: api.take("sync").remaining, range(20))) == list(range(80, 100))
+    assert calls(server, "function|load") == 1
+    assert calls(server, "fcall") == 21  # one rl_version, twenty rl_gcra
+
+    async def together() -> list[int]:
+        client = redis.asyncio.Redis(port=server.port)
+        try:
+            async_api = AsyncRateLimits(client).gcra(rate=1, per=3600, burst=100)
+            decisions = await asyncio.gather(*(async_api.take("async") for _ in range(20)))
+            return sorted(d.remaining for d in decisions)
+        finally:
+            await client.aclose()
+
+    server.client().execute_command("FUNCTION", "FLUSH")
+    server.client().config_resetstat()
+    assert asyncio.run(together()) == list(range(80, 100))
+    assert calls(server, "function|load") == 1
+    assert calls(server, "fcall") == 21  # one rl_version, twenty rl_gcra

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Union
@@ -36,6 +37,7 @@ class AsyncRateLimits:
         self._execute: Callable[..., Any] = client.execute_command
         self._cluster = isinstance(client, RedisCluster)
         self._backend: Backend | None = None if backend is None else Backend(backend)
+        self._finding = asyncio.Lock()
 
     # -- limiters ---------------------------------------------------------
 
@@ -80,8 +82,11 @@ class AsyncRateLimits:
         return (self._backend or await self._find()).kind
 
     async def _find(self) -> Backend:
-        self._backend = await self._run(_backend.search())
-        return self._backend
+        # One search at a time: requests that start together wait for it.
+        async with self._finding:
+            if self._backend is None:
+                self._backend = await self._run(_backend.search())
+            return self._backend
 
     async def _run(self, steps: Search | Any) -> Any:
         """Drive a search generator: send each step, hand back its reply or

@@ -106,9 +106,10 @@ def options(
     Which options go together is the server's rule (it answers a syntax
     error naming both): the client does not keep a second copy of it.
     """
-    quantity(n)
-    if not (peek or force or at_most) and wait is None and block is None:
+    # The plain request first: it is almost every call.
+    if type(n) is int and 0 <= n <= MAX_COUNT and not (peek or force or at_most) and wait is None and block is None:
         return (n, "MS")
+    quantity(n)
     args: list[object] = [n, "MS"]
     if peek:
         args.append("PEEK")
