@@ -65,6 +65,9 @@ fn wait_reserves_the_next_free_slots() {
             )
         );
     }
+    if common::module_only() {
+        return; // the rest reads INFO, which counts the module's calls alone
+    }
     // Three reservations a run (a run repeats if it was too slow).
     let reserved = info_field(&mut c, "ratelimit", "ratelimit_gcra_reserved");
     assert!(reserved >= 3 && reserved % 3 == 0, "{reserved}");
@@ -103,6 +106,9 @@ fn force_records_a_debt_on_every_algorithm() {
             sample.name,
             forced.reset
         );
+        if common::module_only() {
+            continue; // INFO counts the module's calls alone
+        }
         assert_eq!(
             info_field(
                 &mut c,
@@ -172,6 +178,9 @@ fn at_most_grants_and_says_how_many() {
     );
     assert_eq!(seven[..3], [0, 3, 0]);
     assert_eq!(seven[5..], [2, 3]);
+    if common::module_only() {
+        return; // the rest reads INFO, which counts the module's calls alone
+    }
     assert_eq!(info_field(&mut c, "ratelimit", "ratelimit_all_granted"), 3);
 }
 
