@@ -9,7 +9,8 @@ Starts its own servers on free loopback ports: Redis 7 (``redis-server`` on
 PATH, or RL_REDIS7) with the module (RL_MODULE, default
 target/release/libredis_ratelimit.so), and one without it for the functions
 library. Raw and client calls alternate in chunks of 500, so that a noisy
-neighbour slows both alike; each figure is the median of its rounds.
+neighbour slows both alike; the rates are over every round, and the last
+column is the spread of the rounds' ratios.
 """
 
 from __future__ import annotations
@@ -94,47 +95,75 @@ class Stub:
         return self.reply
 
 
-def client_cost(calls: int, rounds: int) -> float:
-    """Microseconds the client adds to a call, over a connection that costs
-    nothing (the median of rounds)."""
-    stub = Stub()
+class AsyncStub(Stub):
+    async def execute_command(self, *args: object) -> tuple[int, ...]:  # type: ignore[override]
+        return self.reply
+
+
+ARGS = ("RL.GCRA", "bench:raw", RATE - 1, RATE, PER_MS, 1, "MS")
+
+
+def client_cost(calls: int, rounds: int, loop: asyncio.AbstractEventLoop) -> tuple[float, float]:
+    """Microseconds the client adds to a call over a connection that costs
+    nothing, sync and async (the medians of the rounds)."""
+    stub, async_stub = Stub(), AsyncStub()
     api = RateLimits(stub, backend="module").gcra(rate=RATE, per=PER_MS / 1000, burst=RATE)  # type: ignore[arg-type]
-    args = ("RL.GCRA", "bench:raw", RATE - 1, RATE, PER_MS, 1, "MS")
-    costs = []
+    async_api = AsyncRateLimits(async_stub, backend="module").gcra(  # type: ignore[arg-type]
+        rate=RATE, per=PER_MS / 1000, burst=RATE
+    )
+
+    async def async_raw() -> None:
+        for _ in range(calls):
+            await async_stub.execute_command(*ARGS)
+
+    async def async_client() -> None:
+        for _ in range(calls):
+            await async_api.take("bench:client")
+
+    sync_costs, async_costs = [], []
     for _ in range(rounds):
         start = time.perf_counter()
         for _ in range(calls):
-            stub.execute_command(*args)
-        raw = time.perf_counter() - start
-        start = time.perf_counter()
+            stub.execute_command(*ARGS)
+        middle = time.perf_counter()
         for _ in range(calls):
             api.take("bench:client")
-        costs.append((time.perf_counter() - start - raw) / calls * 1e6)
-    return statistics.median(costs)
+        sync_costs.append((time.perf_counter() - 2 * middle + start) / calls * 1e6)
+        start = time.perf_counter()
+        loop.run_until_complete(async_raw())
+        middle = time.perf_counter()
+        loop.run_until_complete(async_client())
+        async_costs.append((time.perf_counter() - 2 * middle + start) / calls * 1e6)
+    return statistics.median(sync_costs), statistics.median(async_costs)
 
 
 def measure(name: str, raw: Callable[[int], None], client: Callable[[int], None], calls: int, rounds: int) -> None:
     """Raw and client runs alternate in chunks of CHUNK calls, so that a
-    burst of load from elsewhere on the machine falls on both alike; each
-    round's figures are its totals, and the table shows the medians."""
+    burst of load from elsewhere on the machine falls on both alike. The
+    rates are over every round; the ratio's spread is that of the rounds."""
     raw(CHUNK)  # warm up: connect, find the backend, load the library
     client(CHUNK)
-    raw_rates, client_rates, ratios = [], [], []
+    chunks = max(1, calls // CHUNK)
+    raw_total = client_total = 0.0
+    ratios = []
     for _ in range(rounds):
         raw_time = client_time = 0.0
-        for _ in range(max(1, calls // CHUNK)):
+        for _ in range(chunks):
             start = time.perf_counter()
             raw(CHUNK)
             middle = time.perf_counter()
             client(CHUNK)
             raw_time += middle - start
             client_time += time.perf_counter() - middle
-        done = max(1, calls // CHUNK) * CHUNK
-        raw_rates.append(done / raw_time)
-        client_rates.append(done / client_time)
+        raw_total += raw_time
+        client_total += client_time
         ratios.append(raw_time / client_time)
-    r, c = statistics.median(raw_rates), statistics.median(client_rates)
-    print(f"| {name} | {r:,.0f} | {c:,.0f} | {statistics.median(ratios):.3f} |", flush=True)
+    done = rounds * chunks * CHUNK
+    r, c = done / raw_total, done / client_total
+    print(
+        f"| {name} | {r:,.0f} | {c:,.0f} | {c / r:.3f} | {min(ratios):.3f} to {max(ratios):.3f} |",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -148,18 +177,19 @@ def main() -> None:
     try:
         functions.client().execute_command("FUNCTION", "LOAD", "REPLACE", source("ratelimit.lua"))
         print(
-            f"Python {sys.version.split()[0]}, redis-py {redis.__version__}, {options.calls} calls per run, "
-            f"median of {options.rounds} rounds"
+            f"Python {sys.version.split()[0]}, redis-py {redis.__version__}, "
+            f"{options.rounds} rounds of {options.calls} calls each way"
         )
-        print("| backend, client | raw calls/s | client calls/s | client / raw |")
-        print("|---|---|---|---|")
+        print("| backend, client | raw calls/s | client calls/s | client / raw | ratio in the rounds |")
+        print("|---|---|---|---|---|")
         measure("module, sync", *sync_pair(with_module.port, "module"), options.calls, options.rounds)
         measure("module, async", *async_pair(with_module.port, "module", loop), options.calls, options.rounds)
         measure("functions, sync", *sync_pair(functions.port, "functions"), options.calls, options.rounds)
         measure("functions, async", *async_pair(functions.port, "functions", loop), options.calls, options.rounds)
+        sync_cost, async_cost = client_cost(options.calls * 5, options.rounds, loop)
         print(
-            f"The client's own cost over a connection that answers at once: "
-            f"{client_cost(options.calls * 5, options.rounds):.2f} us per call"
+            f"The client's own cost, over a connection that answers at once: {sync_cost:.2f} us a call (sync), "
+            f"{async_cost:.2f} us (async)"
         )
     finally:
         loop.close()
