@@ -98,7 +98,11 @@ class Server:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        self.wait_ready()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + 10
@@ -126,16 +130,23 @@ class Cluster:
     """A Redis Cluster of three primaries (no replicas)."""
 
     def __init__(self, binary: str, *args: str) -> None:
-        self.nodes = [
-            Server(
-                binary, "--cluster-enabled", "yes", "--cluster-node-timeout", "5000", *args, port=free_cluster_port()
-            )
-            for _ in range(3)
-        ]
+        self.nodes: list[Server] = []
         try:
+            for _ in range(3):
+                self.nodes.append(
+                    Server(
+                        binary,
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-node-timeout",
+                        "5000",
+                        *args,
+                        port=free_cluster_port(),
+                    )
+                )
             self._create()
         except BaseException:
-            self.stop()
+            self.stop()  # the nodes started so far
             raise
 
     def _create(self) -> None:
