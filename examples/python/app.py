@@ -1,25 +1,26 @@
-"""A rate-limited HTTP handler with redis-py and RL.ALL: two limits, one decision.
+"""A rate-limited HTTP handler with the Python client: two limits, one decision.
 
 Each client (the X-Client-Id header) has two policies, decided together by
-one RL.ALL call (a request counts against both only when both allow it):
+one `all_of` (RL.ALL: a request counts against both only when both allow
+it):
 - "burst": 3 at once, then one every 10 seconds (GCRA);
 - "hourly": 3 per hour (an exact sliding log).
-The reply maps onto the IETF rate-limit header fields
+The decision maps onto the IETF rate-limit header fields
 (draft-ietf-httpapi-ratelimit-headers-10): RateLimit-Policy lists the
 policies, RateLimit reports the binding one, and a refusal is a 429 with
 Retry-After.
 
 When the (simulated) upstream work of an admitted request fails with a 5xx
 (GET /fail), the handler answers 502 and gives the request's unit back to
-both limits with RL.ALL ... REFUND: the RateLimit header then shows the state
-after the refund.
+both limits (a refund): the RateLimit header then shows the state after the
+refund.
 
 GET /login?account=...&password=... protects a login against guessing: 5
 failed attempts in 15 minutes, per account and per client address, lock both
-out for an hour (RL.ALL ... BLOCK 3600). Only failures count; while locked,
+out for an hour (a take with block=3600). Only failures count; while locked,
 every attempt is a 429 with Retry-After, the right password included.
 
-    pip install redis
+    pip install ./clients/python
     REDIS_PORT=6379 python app.py      # serves, then calls itself 12 times
 """
 
@@ -31,15 +32,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import redis
+from redis_ratelimit_client import RateLimits
 
 r = redis.Redis(host=os.environ.get("REDIS_HOST", "127.0.0.1"), port=int(os.environ.get("REDIS_PORT", "6379")))
+limits = RateLimits(r)
 
-# (name, algorithm and parameters, quota, window in seconds)
-POLICIES = [
-    ("burst", ["GCRA", 2, 1, 10], 3, 30),
-    ("hourly", ["SLIDING_LOG", 3, 3600], 3, 3600),
-]
-POLICY_HEADER = ", ".join(f'"{name}";q={quota};w={window}' for name, _, quota, window in POLICIES)
+API = limits.all_of(
+    limits.gcra(rate=1, per=10, burst=3, name="burst"),
+    limits.sliding_log(limit=3, window=3600, name="hourly"),
+)
 COST = 1  # units a request takes, and what a refund gives back
 
 
@@ -48,46 +49,31 @@ def rate_limit(client_id, refund=False):
     gives the request's units back to every limit instead of taking them
     (never refused; the headers show the state after the refund)."""
     # One hash tag per client keeps its limiters in one Cluster slot.
-    keys = [f"ratelimit:{{{client_id}}}:{name}" for name, _, _, _ in POLICIES]
-    specs = [arg for _, spec, _, _ in POLICIES for arg in spec]
-    options = ["REFUND"] if refund else []
-    blocked, _limit, remaining, retry_after, reset, position = r.execute_command(
-        "RL.ALL", len(keys), *keys, *specs, COST, *options
-    )
-    binding = POLICIES[position - 1][0]
-    headers = {
-        "RateLimit-Policy": POLICY_HEADER,
-        "RateLimit": f'"{binding}";r={remaining};t={reset}',
-    }
-    if blocked:
-        headers["Retry-After"] = str(retry_after)
-    return blocked, headers
+    keys = [f"ratelimit:{{{client_id}}}:{limiter.name}" for limiter in API.limiters]
+    decision = API.refund(keys, COST) if refund else API.take(keys, COST)
+    return not decision.allowed, API.headers(decision)
 
 
 # Failed logins: 5 in any 15 minutes per account and per address (exact
 # sliding logs); the sixth blocks both for an hour.
-LOGIN_POLICIES = [("account", ["SLIDING_LOG", 5, 900]), ("address", ["SLIDING_LOG", 5, 900])]
+LOGINS = limits.all_of(
+    limits.sliding_log(limit=5, window=900, name="account"),
+    limits.sliding_log(limit=5, window=900, name="address"),
+)
 LOGIN_BLOCK = 3600
 PASSWORDS = {"alice-python": "correct horse"}  # the (simulated) user database
 
 
 def login_limit(account, address, failed):
     """(blocked, headers) of a login attempt. failed=False only asks whether
-    the account or the address is locked out (quantity 0: a query, which
-    records nothing); failed=True counts a failed attempt, and the one that
-    goes over the limit blocks the limits it exceeds for LOGIN_BLOCK
-    seconds. (Keys of two slots: on a Redis Cluster, make two calls, one per
-    key, each with BLOCK.)"""
+    the account or the address is locked out (a query, which records
+    nothing); failed=True counts a failed attempt, and the one that goes over
+    the limit blocks the limits it exceeds for LOGIN_BLOCK seconds. (Keys of
+    two slots: on a Redis Cluster, use two limiters, one per key, each with
+    block.)"""
     keys = [f"login:account:{account}", f"login:address:{address}"]
-    specs = [arg for _, spec in LOGIN_POLICIES for arg in spec]
-    quantity = [1, "BLOCK", LOGIN_BLOCK] if failed else [0]
-    blocked, _limit, remaining, retry_after, reset, position = r.execute_command(
-        "RL.ALL", len(keys), *keys, *specs, *quantity
-    )
-    headers = {"RateLimit": f'"{LOGIN_POLICIES[position - 1][0]}";r={remaining};t={reset}'}
-    if blocked:
-        headers["Retry-After"] = str(retry_after)
-    return blocked, headers
+    decision = LOGINS.take(keys, block=LOGIN_BLOCK) if failed else LOGINS.query(keys)
+    return not decision.allowed, LOGINS.headers(decision)
 
 
 def login(query, address):

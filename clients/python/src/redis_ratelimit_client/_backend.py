@@ -1,0 +1,167 @@
+"""Which backend serves the commands (SPEC 18), found once per client.
+
+1. The module: ``RL.GCRA`` exists (sent with no arguments, it answers the
+   server's arity error, not an unknown command).
+2. Else the functions library ``ratelimit`` at this client's version:
+   ``FCALL rl_version 0`` answers it (on every primary of a Cluster).
+3. Else the client loads it: ``FUNCTION LOAD REPLACE <library>`` (redis-py
+   sends it to every primary of a Cluster), then as 2.
+4. Else (no Functions: Redis 6, or a service that denies them) the
+   standalone scripts through ``EVALSHA``, loaded with ``SCRIPT LOAD`` when
+   the server answers ``NOSCRIPT``.
+
+The search is written once, as a generator that yields the commands to send
+and receives their replies (or has their errors thrown in), so that the sync
+and the async clients drive the same steps with their own I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Generator
+from importlib import resources
+from typing import Any
+
+from redis.exceptions import ResponseError
+
+from ._errors import RateLimitError
+from ._version import __version__
+
+log = logging.getLogger("redis_ratelimit_client")
+
+MODULE = "module"
+FUNCTIONS = "functions"
+SCRIPTS = "scripts"
+BACKENDS = (MODULE, FUNCTIONS, SCRIPTS)
+
+# Targets of a step on a Cluster (redis-py's names for target_nodes); on a
+# single server every step goes to that server.
+RANDOM = "random"
+PRIMARIES = "primaries"
+
+
+class Step:
+    """One command of the search, and where a Cluster client sends it."""
+
+    __slots__ = ("args", "target")
+
+    def __init__(self, *args: Any, target: str | None = None) -> None:
+        self.args = args
+        self.target = target
+
+
+Search = Generator[Step, Any, "Backend"]
+
+
+def _read(name: str) -> str:
+    try:
+        path = resources.files(__package__).joinpath("lua")
+        for part in name.split("/"):
+            path = path.joinpath(part)
+        return path.read_text(encoding="utf-8")
+    except (FileNotFoundError, OSError) as error:
+        raise RateLimitError(
+            f"this package has no copy of functions/{name}: build it with clients/python/sync_lua.py"
+        ) from error
+
+
+_sources: dict[str, str] = {}
+
+
+def source(name: str) -> str:
+    """The library (``ratelimit.lua``) or a standalone script
+    (``scripts/rl_gcra.lua``) shipped in this package."""
+    text = _sources.get(name)
+    if text is None:
+        text = _sources[name] = _read(name)
+    return text
+
+
+def script_name(function: str) -> str:
+    return f"scripts/{function}.lua"
+
+
+class Backend:
+    """The found backend, and how it spells each command.
+
+    ``head(command, function, numkeys)`` is what comes before the keys:
+    ``("RL.GCRA",)`` or ``("RL.ALL", 2)`` for the module,
+    ``("FCALL", "rl_gcra", 1)`` for the functions,
+    ``("EVALSHA", sha1, 1)`` for the scripts.
+    """
+
+    __slots__ = ("_heads", "kind")
+
+    def __init__(self, kind: str) -> None:
+        if kind not in BACKENDS:
+            raise RateLimitError(f"backend must be one of {', '.join(BACKENDS)}, got {kind!r}")
+        self.kind = kind
+        self._heads: dict[tuple[str, int], tuple[Any, ...]] = {}
+
+    def head(self, command: str, function: str, numkeys: int) -> tuple[Any, ...]:
+        key = (command, numkeys)
+        head = self._heads.get(key)
+        if head is None:
+            if self.kind == MODULE:
+                head = (command, numkeys) if command == "RL.ALL" else (command,)
+            elif self.kind == FUNCTIONS:
+                head = ("FCALL", function, numkeys)
+            else:
+                sha = hashlib.sha1(source(script_name(function)).encode()).hexdigest()
+                head = ("EVALSHA", sha, numkeys)
+            self._heads[key] = head
+        return head
+
+    def __repr__(self) -> str:
+        return f"Backend({self.kind!r})"
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _answers(reply: Any) -> list[str]:
+    """The replies of a step: one per node when a Cluster client sent it to
+    several (redis-py answers a dict of node to reply)."""
+    if isinstance(reply, dict):
+        return [_text(v) for v in reply.values()]
+    return [_text(reply)]
+
+
+def is_function_not_found(error: BaseException) -> bool:
+    return isinstance(error, ResponseError) and "function not found" in str(error).lower()
+
+
+def search() -> Search:
+    """The steps of the search; returns the Backend."""
+    try:
+        yield Step("RL.GCRA", target=RANDOM)
+    except ResponseError as error:
+        if "wrong number of arguments" in str(error).lower():
+            log.debug("backend: the module (RL.GCRA exists)")
+            return Backend(MODULE)
+    try:
+        versions = _answers((yield Step("FCALL", "rl_version", 0, target=PRIMARIES)))
+    except ResponseError as error:
+        if not is_function_not_found(error):
+            # No FCALL (Redis 6), or denied: the scripts.
+            log.debug("backend: the scripts (FCALL answered %s)", error)
+            return Backend(SCRIPTS)
+        versions = []
+    if versions and all(v == __version__ for v in versions):
+        log.debug("backend: the functions library %s, already loaded", __version__)
+        return Backend(FUNCTIONS)
+    loaded = yield from load_library()
+    return Backend(FUNCTIONS if loaded else SCRIPTS)
+
+
+def load_library() -> Generator[Step, Any, bool]:
+    """Load the library (every primary of a Cluster); True when loaded."""
+    try:
+        yield Step("FUNCTION", "LOAD", "REPLACE", source("ratelimit.lua"), target=PRIMARIES)
+    except ResponseError as error:
+        log.warning("the ratelimit functions library could not be loaded (%s): using the scripts", error)
+        return False
+    log.info("loaded the ratelimit functions library %s", __version__)
+    return True
