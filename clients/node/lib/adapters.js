@@ -41,6 +41,31 @@ function nodeRedisCluster(cluster) {
 let RoutedCommand;
 
 /**
+ * The ioredis package (a peer dependency): from here, as an installed
+ * package finds it; else from the application's main module or the working
+ * directory (this package linked from elsewhere, `npm install ../path`).
+ * @returns {any}
+ */
+function loadIoredis() {
+  const { createRequire } = require("node:module");
+  const path = require("node:path");
+  const places = [require.main?.filename, path.join(process.cwd(), "index.js")];
+  try {
+    return require("ioredis");
+  } catch (first) {
+    for (const place of places) {
+      if (!place) continue;
+      try {
+        return createRequire(place)("ioredis");
+      } catch {
+        // next place
+      }
+    }
+    throw new Error("redis-ratelimit: an ioredis client was given but the ioredis package cannot be loaded", { cause: first });
+  }
+}
+
+/**
  * ioredis's Command with its key given, so that a Cluster routes module
  * commands (unknown to ioredis's command table) straight to the key's slot,
  * and follows MOVED/ASK as for any command. Built without keyPrefix: the
@@ -49,14 +74,7 @@ let RoutedCommand;
  */
 function routedCommand() {
   if (!RoutedCommand) {
-    let Command;
-    try {
-      Command = require("ioredis").Command;
-    } catch (err) {
-      throw new Error("redis-ratelimit: an ioredis client was given but the ioredis package cannot be loaded", {
-        cause: err,
-      });
-    }
+    const Command = loadIoredis().Command;
     RoutedCommand = class extends Command {
       /** @param {string} name @param {string[]} args @param {string | undefined} key */
       constructor(name, args, key) {
