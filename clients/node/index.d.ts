@@ -172,6 +172,8 @@ export declare class RateLimits {
   backend(): Promise<Backend>;
   /** Sends library function `fn` (gcra, all, concurrency, ...) with its keys and arguments; the raw reply. */
   call(fn: string, keys: string[], args: string[]): Promise<any>;
+  /** As `call`, the reply turned into a value by `map`. */
+  run<T>(fn: string, keys: string[], args: string[], map: (reply: any) => T): Promise<T>;
   gcra(options: GcraOptions): Limiter;
   tokenBucket(options: TokenBucketOptions): Limiter;
   fixedWindow(options: WindowOptions): Limiter;

@@ -29,6 +29,9 @@ const replyMatches = (err, pattern) => isReplyError(err) && pattern.test(/** @ty
 const FUNCTION_NOT_FOUND = /Function not found/i;
 const NOSCRIPT = /^NOSCRIPT/;
 
+/** @param {any} reply */
+const identity = (reply) => reply;
+
 /** @param {unknown} err @returns {never} */
 function rethrow(err) {
   throw wrap(err);
@@ -158,45 +161,62 @@ class RateLimits {
    * @returns {Promise<any>}
    */
   call(fn, keys, args) {
-    if (this._kind === undefined) return this.backend().then(() => this.call(fn, keys, args));
-    const prefix = this._adapter.prefix;
-    if (prefix) keys = keys.map((k) => prefix + k);
-    switch (this._kind) {
-      case "module":
-        return this._adapter.send(moduleArgs(fn, keys, args), keys[0]).catch(rethrow);
-      case "functions":
-        return this._fcall(fn, keys, args);
-      default:
-        return this._evalsha(fn, keys, args);
-    }
+    return this.run(fn, keys, args, identity);
   }
 
-  /** @private @param {string} fn @param {string[]} keys @param {string[]} args */
-  _fcall(fn, keys, args) {
+  /**
+   * As `call`, the reply turned into a value by `map` (one promise step on
+   * the hot path, not two).
+   * @template T
+   * @param {string} fn
+   * @param {string[]} keys
+   * @param {string[]} args
+   * @param {(reply: any) => T} map
+   * @returns {Promise<T>}
+   */
+  run(fn, keys, args, map) {
+    const kind = this._kind;
+    if (kind === undefined) return this.backend().then(() => this.run(fn, keys, args, map));
+    const prefix = this._adapter.prefix;
+    if (prefix) keys = keys.map((k) => prefix + k);
+    if (kind === "module") return this._adapter.send(moduleArgs(fn, keys, args), keys[0]).then(map, rethrow);
+    return kind === "functions" ? this._fcall(fn, keys, args, map) : this._evalsha(fn, keys, args, map);
+  }
+
+  /**
+   * @private @template T
+   * @param {string} fn @param {string[]} keys @param {string[]} args @param {(reply: any) => T} map
+   * @returns {Promise<T>}
+   */
+  _fcall(fn, keys, args, map) {
     const command = ["FCALL", `rl_${fn}`, String(keys.length), ...keys, ...args];
-    return this._adapter.send(command, keys[0]).catch((err) => {
+    return this._adapter.send(command, keys[0]).then(map, (err) => {
       // The library was lost (a replica promoted before the load reached
       // it, FUNCTION FLUSH): the call did not run. Load it, retry once.
       if (!replyMatches(err, FUNCTION_NOT_FOUND)) rethrow(err);
       return this._loadLibrary()
         .then(() => this._adapter.send(command, keys[0]))
-        .catch(rethrow);
+        .then(map, rethrow);
     });
   }
 
-  /** @private @param {string} fn @param {string[]} keys @param {string[]} args */
-  _evalsha(fn, keys, args) {
+  /**
+   * @private @template T
+   * @param {string} fn @param {string[]} keys @param {string[]} args @param {(reply: any) => T} map
+   * @returns {Promise<T>}
+   */
+  _evalsha(fn, keys, args, map) {
     const script = standaloneScripts().get(`rl_${fn}`);
     if (!script) return Promise.reject(new RateLimitError(`no standalone script for rl_${fn} is packaged with this client`));
     const command = ["EVALSHA", script.sha, String(keys.length), ...keys, ...args];
-    return this._adapter.send(command, keys[0]).catch((err) => {
+    return this._adapter.send(command, keys[0]).then(map, (err) => {
       // Not in this server's script cache (a restart, SCRIPT FLUSH, a new
       // node): the call did not run. Load it where the key lives, retry once.
       if (!replyMatches(err, NOSCRIPT)) rethrow(err);
       return this._adapter
         .send(["SCRIPT", "LOAD", script.source], keys[0])
         .then(() => this._adapter.send(command, keys[0]))
-        .catch(rethrow);
+        .then(map, rethrow);
     });
   }
 

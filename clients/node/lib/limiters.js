@@ -139,6 +139,8 @@ class Limiter {
     this.windowMs = windowMs;
     /** @private the arguments of a plain take of one unit */
     this._one = [...this.params, "1", "MS"];
+    /** @private its reply's value */
+    this._oneResult = (/** @type {number[]} */ raw) => new Result(raw, 1, 1, -1);
   }
 
   /**
@@ -150,9 +152,10 @@ class Limiter {
    */
   take(key, n = 1, options) {
     checkKey(key);
-    const args = n === 1 && options === undefined ? this._one : [...this.params, ...optionArgs(n, options)];
+    if (n === 1 && options === undefined) return this._limits.run(this.fn, [key], this._one, this._oneResult);
+    const args = [...this.params, ...optionArgs(n, options)];
     const grantedAt = options !== undefined && options !== null && options.atMost ? 5 : -1;
-    return this._limits.call(this.fn, [key], args).then((raw) => new Result(raw, n, 1, grantedAt));
+    return this._limits.run(this.fn, [key], args, (raw) => new Result(raw, n, 1, grantedAt));
   }
 
   /**
@@ -251,7 +254,7 @@ class AllOf {
     keys.forEach(checkKey);
     const args = [...this._specs, ...optionArgs(n, options)];
     const grantedAt = options !== undefined && options !== null && options.atMost ? 6 : -1;
-    return this._limits.call("all", keys, args).then((raw) => new Result(raw, n, raw[5], grantedAt));
+    return this._limits.run("all", keys, args, (raw) => new Result(raw, n, raw[5], grantedAt));
   }
 
   /** @param {string[]} keys @param {number} [n] @param {TakeOptions} [options] */
@@ -350,7 +353,7 @@ class Concurrency {
     checkKey(key);
     const args = [String(this.limit), String(this.timeout), String(toInt(n, "n", 0, MAX_COUNT)), "MS"];
     if (options?.peek) args.push("PEEK");
-    return this._limits.call("concurrency", [key], args).then((raw) => new Lease(this, key, raw));
+    return this._limits.run("concurrency", [key], args, (raw) => new Lease(this, key, raw));
   }
 
   /**
@@ -373,9 +376,7 @@ class Concurrency {
   renew(key, id, timeout) {
     checkKey(key);
     const ms = timeout === undefined ? this.timeout : toMs(timeout, "timeout", 1, MAX_MS);
-    return this._limits
-      .call("renew", [key], [String(toInt(id, "lease", 1, Number.MAX_SAFE_INTEGER)), String(ms), "MS"])
-      .then((reply) => reply === 1);
+    return this._limits.run("renew", [key], [String(toInt(id, "lease", 1, Number.MAX_SAFE_INTEGER)), String(ms), "MS"], (reply) => reply === 1);
   }
 
   /**

@@ -149,6 +149,7 @@ describe("Express middleware", () => {
   it("Redis down: 503 by default (fail closed), or through without headers (fail open)", async () => {
     const gone = await startServer({ module: true });
     const client = failFast(gone.port);
+    await new Promise((resolve) => client.once("ready", resolve));
     const rl = new RateLimits(client);
     const closed = appWith(rl);
     const open = appWith(rl, { failOpen: true });
@@ -165,6 +166,7 @@ describe("Express middleware", () => {
       assert.equal(open.served.errors.length, 1);
     } finally {
       client.disconnect();
+      await gone.stop();
       await a.close();
       await b.close();
     }

@@ -65,6 +65,11 @@ async function startServer(options = {}) {
   const child = spawn(options.bin ?? REDIS, args, { stdio: ["ignore", "ignore", "inherit"] });
   let exited = false;
   child.on("exit", () => (exited = true));
+  // A failed test that never reaches stop() neither keeps the test process
+  // alive nor leaves the server behind it.
+  child.unref();
+  const kill = () => child.kill("SIGKILL");
+  process.once("exit", kill);
   for (let i = 0; i < 100 && !(await ping(port)); i++) {
     if (exited) throw new Error(`${options.bin ?? REDIS} exited at start (${args.join(" ")})`);
     await new Promise((r) => setTimeout(r, 50));
@@ -74,6 +79,7 @@ async function startServer(options = {}) {
     host: "127.0.0.1",
     /** Stops the server and removes its directory. */
     async stop() {
+      process.removeListener("exit", kill);
       if (!exited) {
         const done = new Promise((r) => child.once("exit", r));
         child.kill("SIGKILL");
