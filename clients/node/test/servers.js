@@ -82,6 +82,7 @@ async function startServer(options = {}) {
       process.removeListener("exit", kill);
       if (!exited) {
         const done = new Promise((r) => child.once("exit", r));
+        child.ref(); // until it has exited
         child.kill("SIGKILL");
         await done;
       }
