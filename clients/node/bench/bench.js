@@ -80,6 +80,21 @@ async function main() {
     await nrLimiter.take(key);
     await compare("node-redis 5 (`sendCommand`)", () => nr.sendCommand(raw), () => nrLimiter.take(key));
     await nr.quit();
+
+    // The client's own work per call, without the network: an adapter that
+    // answers at once, against the same promise answered at once.
+    const reply = [0, 1000000, 999999, -1, 1];
+    const instant = { send: () => Promise.resolve(reply), masters: async () => [] };
+    const local = new RateLimits(instant, { backend: "module" }).gcra({ rate: 1000000, per: "1s", burst: 1000000 });
+    const n = 1000000;
+    let start = performance.now();
+    for (let i = 0; i < n; i++) await Promise.resolve(reply);
+    const bare = (performance.now() - start) / n;
+    start = performance.now();
+    for (let i = 0; i < n; i++) await local.take(key);
+    const own = (performance.now() - start) / n;
+    console.log("");
+    console.log(`The client's own work: ${((own - bare) * 1e6).toFixed(0)} ns per take (${(own * 1e6).toFixed(0)} ns against ${(bare * 1e6).toFixed(0)} ns for an awaited promise alone)`);
   } finally {
     await server.stop();
   }
