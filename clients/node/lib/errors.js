@@ -23,8 +23,8 @@ class RateLimitError extends Error {
 class LeaseRefusedError extends Error {
   /** @param {import("./limiters").Lease} lease */
   constructor(lease) {
-    const wait = lease.retryAfter === null ? "never, as asked" : `retry in ${lease.retryAfter} ms`;
-    super(`no lease on '${lease.key}': ${lease.limit} units already in use (${wait})`);
+    const wait = lease.retryAfter === null ? "more units than the limit: never" : `retry in ${lease.retryAfter} ms`;
+    super(`no lease free on '${lease.key}': ${lease.remaining} of ${lease.limit} units free (${wait})`);
     this.name = "LeaseRefusedError";
     this.lease = lease;
   }
