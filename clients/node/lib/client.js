@@ -74,6 +74,8 @@ class RateLimits {
     this._kind = backend === "module" ? "module" : undefined;
     /** @private @type {Promise<Backend> | undefined} */
     this._finding = undefined;
+    /** @private @type {Promise<void> | undefined} */
+    this._loading = undefined;
   }
 
   /**
@@ -142,10 +144,22 @@ class RateLimits {
   }
 
   /**
-   * `FUNCTION LOAD REPLACE` of the packaged library on every master.
+   * `FUNCTION LOAD REPLACE` of the packaged library on every master; calls
+   * that find the library lost at the same time share one load.
    * @private
+   * @returns {Promise<void>}
    */
-  async _loadLibrary() {
+  _loadLibrary() {
+    if (this._loading === undefined) {
+      this._loading = this._loadOnMasters().finally(() => {
+        this._loading = undefined;
+      });
+    }
+    return this._loading;
+  }
+
+  /** @private */
+  async _loadOnMasters() {
     const source = librarySource();
     if (source === null) throw new RateLimitError("the functions library is not packaged with this client");
     const masters = await this._adapter.masters();

@@ -54,6 +54,25 @@ describe("functions: the library lost, or of another version", { skip: NO_LIBRAR
     });
   }
 
+  it("calls that find the library lost together share one load", async () => {
+    const { client, close } = await CLIENTS.ioredis(server.port);
+    try {
+      const limits = new RateLimits(client);
+      const g = limits.gcra({ rate: 1, per: "1h", burst: 5 });
+      await g.take("together:warm");
+      cli(server.port, "FUNCTION", "FLUSH");
+      const loads = calls(server.port, "function|load");
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => g.take(`together:${i}`)));
+      assert.deepEqual(
+        results.map((r) => r.remaining),
+        Array(10).fill(4),
+      );
+      assert.equal(calls(server.port, "function|load") - loads, 1);
+    } finally {
+      await close();
+    }
+  });
+
   it("retries once only: a library still missing after the reload is an error", async () => {
     const { client, close } = await CLIENTS.ioredis(server.port);
     try {
