@@ -29,6 +29,13 @@ const replyMatches = (err, pattern) => isReplyError(err) && pattern.test(/** @ty
 const FUNCTION_NOT_FOUND = /Function not found/i;
 const NOSCRIPT = /^NOSCRIPT/;
 
+/**
+ * The backend found on each Redis client, shared by every RateLimits over
+ * it: a RateLimits made per request does not search again.
+ * @type {WeakMap<object, Backend>}
+ */
+const found = new WeakMap();
+
 /** @param {any} reply */
 const identity = (reply) => reply;
 
@@ -71,7 +78,7 @@ class RateLimits {
     /** @private */
     this._want = backend;
     /** @private @type {Backend | undefined} */
-    this._kind = backend === "module" ? "module" : undefined;
+    this._kind = backend === "module" ? "module" : backend === "auto" ? found.get(client) : undefined;
     /** @private @type {Promise<Backend> | undefined} */
     this._finding = undefined;
     /** @private @type {Promise<void> | undefined} */
@@ -88,6 +95,7 @@ class RateLimits {
       this._finding = this._find().then(
         (kind) => {
           this._kind = kind;
+          if (this._want === "auto") found.set(this.client, kind);
           return kind;
         },
         (err) => {

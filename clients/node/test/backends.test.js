@@ -77,6 +77,10 @@ for (const backend of BACKENDS) {
             assert.equal(functionLoads(server.port) - loadsBefore, backend.preload ? 0 : 1);
             assert.match(cli(server.port, "FUNCTION", "LIST", "LIBRARYNAME", "ratelimit"), /ratelimit/);
           }
+          // Found once per client: another RateLimits over it asks nothing.
+          const asked = cli(server.port, "INFO", "commandstats").match(/cmdstat_(command(\|info)?|fcall):calls=\d+/g);
+          assert.equal(await new RateLimits(conn.client).backend(), backend.expected);
+          assert.deepEqual(cli(server.port, "INFO", "commandstats").match(/cmdstat_(command(\|info)?|fcall):calls=\d+/g), asked);
         });
 
         rateLimitSuite(
