@@ -163,7 +163,7 @@ export interface Adapter {
  * `createClient` or `createCluster`, connected) and finds the backend on first
  * use: the module, else the functions library at this client's version, else
  * it loads the library (on every master), else the standalone scripts. The
- * backend is cached for the life of this object.
+ * backend is cached per Redis client (every RateLimits over it shares it).
  */
 export declare class RateLimits {
   constructor(client: object, options?: { backend?: "auto" | Backend });

@@ -47,7 +47,7 @@ function rethrow(err) {
 /**
  * Wraps one Redis client (ioredis Redis or Cluster, node-redis 4/5 client or
  * cluster) and finds, on first use, how to reach the limiters on it; the
- * backend is then cached for the life of this object:
+ * backend is then cached per Redis client (shared by every RateLimits over it):
  *
  * 1. the module, when `RL.GCRA` exists (`COMMAND INFO rl.gcra`): `RL.*` commands;
  * 2. else the functions library `ratelimit` when `FCALL rl_version 0` answers
