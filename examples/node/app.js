@@ -1,22 +1,24 @@
-// A rate-limited HTTP handler with ioredis and RL.ALL: two limits, one decision.
+// A rate-limited HTTP handler with ioredis and the redis-ratelimit client:
+// two limits, one decision.
 //
 // Each client (the X-Client-Id header) has two policies, decided together by
 // one RL.ALL call (a request counts against both only when both allow it):
 // - "burst": 3 at once, then one every 10 seconds (GCRA);
 // - "hourly": 3 per hour (an exact sliding log).
-// The reply maps onto the IETF rate-limit header fields
+// The decision maps onto the IETF rate-limit header fields
 // (draft-ietf-httpapi-ratelimit-headers-10): RateLimit-Policy lists the
 // policies, RateLimit reports the binding one, and a refusal is a 429 with
-// Retry-After.
+// Retry-After (the client's rateLimitHeaders; its Express middleware,
+// rateLimit(), does the same for a whole app).
 //
 // When the (simulated) upstream work of an admitted request fails with a 5xx
 // (GET /fail), the handler answers 502 and gives the request's unit back to
-// both limits with RL.ALL ... REFUND: the RateLimit header then shows the
-// state after the refund.
+// both limits (a refund): the RateLimit header then shows the state after
+// the refund.
 //
 // GET /login?account=...&password=... protects a login against guessing: 5
 // failed attempts in 15 minutes, per account and per client address, lock
-// both out for an hour (RL.ALL ... BLOCK 3600). Only failures count; while
+// both out for an hour (a refusal with block). Only failures count; while
 // locked, every attempt is a 429 with Retry-After, the right password
 // included.
 //
@@ -26,67 +28,47 @@
 
 const http = require("node:http");
 const Redis = require("ioredis");
+const { RateLimits, rateLimitHeaders } = require("redis-ratelimit");
 
 const redis = new Redis({
   host: process.env.REDIS_HOST || "127.0.0.1",
   port: Number(process.env.REDIS_PORT || 6379),
 });
+// The module where it is loaded, else its functions library (loaded if need be).
+const limits = new RateLimits(redis);
 
-// [name, algorithm and parameters, quota, window in seconds]
-const POLICIES = [
-  ["burst", ["GCRA", 2, 1, 10], 3, 30],
-  ["hourly", ["SLIDING_LOG", 3, 3600], 3, 3600],
-];
-const POLICY_HEADER = POLICIES.map(([name, , quota, window]) => `"${name}";q=${quota};w=${window}`).join(", ");
-const COST = 1; // units a request takes, and what a refund gives back
+const api = limits.allOf(
+  limits.gcra({ rate: 1, per: "10s", burst: 3, name: "burst" }),
+  limits.slidingLog({ limit: 3, window: "1h", name: "hourly" }),
+);
 
 // [blocked, headers] for one request of this client. With refund, gives the
-// request's units back to every limit instead of taking them (never refused;
+// request's unit back to every limit instead of taking it (never refused;
 // the headers show the state after the refund).
 async function rateLimit(clientId, refund = false) {
   // One hash tag per client keeps its limiters in one Cluster slot.
-  const keys = POLICIES.map(([name]) => `ratelimit:{${clientId}}:${name}`);
-  const specs = POLICIES.flatMap(([, spec]) => spec);
-  const options = refund ? ["REFUND"] : [];
-  const reply = await redis.call("RL.ALL", keys.length, ...keys, ...specs, COST, ...options);
-  const [blocked, , remaining, retryAfter, reset, position] = reply;
-  const binding = POLICIES[position - 1][0];
-  const headers = {
-    "RateLimit-Policy": POLICY_HEADER,
-    RateLimit: `"${binding}";r=${remaining};t=${reset}`,
-  };
-  if (blocked) {
-    headers["Retry-After"] = String(retryAfter);
-  }
-  return [blocked === 1, headers];
+  const keys = api.limiters.map((limiter) => `ratelimit:{${clientId}}:${limiter.name}`);
+  const result = refund ? await api.refund(keys) : await api.take(keys);
+  return [!result.allowed, rateLimitHeaders(api, result)];
 }
 
 // Failed logins: 5 in any 15 minutes per account and per address (exact
 // sliding logs); the sixth blocks both for an hour.
-const LOGIN_POLICIES = [
-  ["account", ["SLIDING_LOG", 5, 900]],
-  ["address", ["SLIDING_LOG", 5, 900]],
-];
-const LOGIN_BLOCK = 3600;
+const logins = limits.allOf(
+  limits.slidingLog({ limit: 5, window: "15m", name: "account" }),
+  limits.slidingLog({ limit: 5, window: "15m", name: "address" }),
+);
 const PASSWORDS = { "alice-node": "correct horse" }; // the (simulated) user database
 
 // [blocked, headers] of a login attempt. failed=false only asks whether the
-// account or the address is locked out (quantity 0: a query, which records
-// nothing); failed=true counts a failed attempt, and the one that goes over
-// the limit blocks the limits it exceeds for LOGIN_BLOCK seconds. (Keys of
-// two slots: on a Redis Cluster, make two calls, one per key, each with
-// BLOCK.)
+// account or the address is locked out (a query, which records nothing);
+// failed=true counts a failed attempt, and the one that goes over the limit
+// blocks the limits it exceeds for an hour. (Keys of two slots: on a Redis
+// Cluster, make two calls, one per key, each with a block.)
 async function loginLimit(account, address, failed) {
   const keys = [`login:account:${account}`, `login:address:${address}`];
-  const specs = LOGIN_POLICIES.flatMap(([, spec]) => spec);
-  const quantity = failed ? [1, "BLOCK", LOGIN_BLOCK] : [0];
-  const reply = await redis.call("RL.ALL", keys.length, ...keys, ...specs, ...quantity);
-  const [blocked, , remaining, retryAfter, reset, position] = reply;
-  const headers = { RateLimit: `"${LOGIN_POLICIES[position - 1][0]}";r=${remaining};t=${reset}` };
-  if (blocked) {
-    headers["Retry-After"] = String(retryAfter);
-  }
-  return [blocked === 1, headers];
+  const result = failed ? await logins.take(keys, 1, { block: "1h" }) : await logins.query(keys);
+  return [!result.allowed, rateLimitHeaders(logins, result)];
 }
 
 // [status, headers] of GET /login?account=...&password=...

@@ -1,46 +1,49 @@
-// A job runner with ioredis and RL.CONCURRENCY: at most 2 jobs at once per tenant.
+// A job runner with ioredis and the redis-ratelimit client: at most 2 jobs at
+// once per tenant.
 //
-// Each job holds a lease while it runs: RL.CONCURRENCY takes it (or refuses,
-// with how long until a lease ends), RL.RELEASE gives it back in a `finally`,
-// and RL.RENEW extends a long-running job's lease. A lease also ends at its
+// Each job holds a lease while it runs: acquire() takes it (or refuses, with
+// how long until a lease ends), release() gives it back in a `finally`, and
+// renew() extends a long-running job's lease. A lease also ends at its
 // deadline, so a worker that crashes without releasing blocks the tenant for
-// at most its timeout: the example crashes one and waits for that.
+// at most its timeout: the example crashes one and waits for that. (When the
+// count of units released does not matter, jobs.withLease(key, work) does
+// the acquire, the try and the release in one call.)
 //
 //   npm install
 //   REDIS_PORT=6379 node jobs.js
 "use strict";
 
 const Redis = require("ioredis");
+const { RateLimits } = require("redis-ratelimit");
 
 const redis = new Redis({
   host: process.env.REDIS_HOST || "127.0.0.1",
   port: Number(process.env.REDIS_PORT || 6379),
 });
+const limits = new RateLimits(redis);
 
 // One hash tag per tenant: in a Cluster, the tenant's key has one slot.
 const KEY = "jobs:{tenant-a}";
-const LIMIT = 2;
-// A job's lease lasts at most this long (ms) unless renewed: generous, so that
-// only the crashed worker's lease ever reaches its deadline here.
-const TIMEOUT_MS = 60000;
+// A job's lease lasts at most a minute unless renewed: generous, so that only
+// the crashed worker's lease ever reaches its deadline here.
+const jobs = limits.concurrency({ limit: 2, timeout: "60s" });
 // The crashed worker's lease is short, so the example need not wait long.
-const CRASH_TIMEOUT_MS = 1000;
+const shortLived = limits.concurrency({ limit: 2, timeout: "1s" });
 
 const units = (n) => (n === 1 ? `${n} unit` : `${n} units`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-// The lease id for this job, or null when the tenant is at its limit.
-// (Ids are microseconds of the server's clock, well within a JS number.)
-async function take(job, timeoutMs = TIMEOUT_MS) {
-  const [blocked, , remaining, retryAfter, , lease] = await redis.call("RL.CONCURRENCY", KEY, LIMIT, timeoutMs, "MS");
-  if (blocked) {
+// The lease for this job, or null when the tenant is at its limit.
+async function take(job, limiter = jobs) {
+  const lease = await limiter.acquire(KEY);
+  if (!lease.allowed) {
     // retryAfter (ms) is how long until a lease ends; its exact value
     // depends on timing, so show it rounded up to seconds.
-    console.log(`job ${job}: refused, retry in ${Math.ceil(retryAfter / 1000)} s`);
+    console.log(`job ${job}: refused, retry in ${Math.ceil(lease.retryAfter / 1000)} s`);
     return null;
   }
   // Lease ids come from the server's clock: keep them, never show them.
-  console.log(`job ${job}: lease taken, ${units(remaining)} free`);
+  console.log(`job ${job}: lease taken, ${units(lease.remaining)} free`);
   return lease;
 }
 
@@ -55,15 +58,14 @@ async function run(job, work) {
   } finally {
     // Released on every path, errors included: the unit is free at once
     // instead of at the lease's deadline.
-    const released = await redis.call("RL.RELEASE", KEY, lease);
-    console.log(`job ${job}: done, released ${units(released)}`);
+    console.log(`job ${job}: done, released ${units(await lease.release())}`);
   }
 }
 
-// Until a job could take a lease; PEEK answers as the call would, and writes nothing.
+// Until a job could take a lease; peek answers as the call would, and takes nothing.
 async function waitForFreeUnit(deadlineMs = 10000) {
   const giveUp = Date.now() + deadlineMs;
-  while ((await redis.call("RL.CONCURRENCY", KEY, LIMIT, TIMEOUT_MS, "MS", "PEEK"))[0]) {
+  while (!(await jobs.acquire(KEY, 1, { peek: true })).allowed) {
     if (Date.now() > giveUp) {
       throw new Error(`no unit free after ${deadlineMs} ms: the crashed lease did not end`);
     }
@@ -73,19 +75,18 @@ async function waitForFreeUnit(deadlineMs = 10000) {
 
 async function longJob(lease) {
   // A crashed worker: it takes a lease and never releases it.
-  const crashed = await take(2, CRASH_TIMEOUT_MS);
+  const crashed = await take(2, shortLived);
   console.log("job 2: worker crashed, lease not released");
   // Job 1 and the crashed job hold both units.
   await run(3, async () => {});
   // Job 1 is still at work: it renews its lease before the deadline.
-  const renewed = await redis.call("RL.RENEW", KEY, lease, TIMEOUT_MS, "MS");
-  console.log(`job 1: still running, lease renewed: ${renewed}`);
+  console.log(`job 1: still running, lease renewed: ${Number(await lease.renew())}`);
   // The crashed lease ends at its deadline, freeing its unit for others.
   await waitForFreeUnit();
   console.log("crashed worker's lease ended at its deadline");
   await run(4, async () => {});
   // A worker that comes back too late finds its lease already ended.
-  console.log(`job 2: late release answers ${await redis.call("RL.RELEASE", KEY, crashed)}`);
+  console.log(`job 2: late release answers ${await crashed.release()}`);
 }
 
 async function main() {

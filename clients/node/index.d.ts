@@ -1,0 +1,235 @@
+// Type declarations of redis-ratelimit (the Node.js client of the
+// redis-ratelimit module and its functions edition).
+
+/** A duration: milliseconds, or a string such as "500ms", "1s", "1.5m", "1h", "1d". Whole milliseconds only. */
+export type Duration = number | string;
+
+/** Where the limiters run: the module's RL.* commands, the functions library (FCALL), or the standalone scripts (EVALSHA). */
+export type Backend = "module" | "functions" | "scripts";
+
+/** The client's version; the functions library it loads answers the same from `FCALL rl_version 0`. */
+export declare const VERSION: string;
+
+/** Options of one call. `refund`, `force`, `wait` and `atMost` exclude one another (the server says so). */
+export interface TakeOptions {
+  /** Answer what the call would, change nothing. */
+  peek?: boolean;
+  /** Give `n` units back instead of taking them (work admitted, then not done). */
+  refund?: boolean;
+  /** Record the request even past the limit: the excess is a debt later requests wait out. */
+  force?: boolean;
+  /** A reservation: admit a request that the limit allows within this long; `retryAfter` is then the wait before doing the work. GCRA, token bucket and sliding log only. */
+  wait?: Duration;
+  /** Take as many units as the limit allows now, up to `n`; `granted` says how many. */
+  atMost?: boolean;
+  /** When refused, block the key this long: every request on it is refused until then. */
+  block?: Duration;
+}
+
+/** The decision of one call. Durations are milliseconds. */
+export declare class Result {
+  /** The request was allowed (or, with `wait`, reserved). */
+  readonly allowed: boolean;
+  /** The most units allowed at once from rest. */
+  readonly limit: number;
+  /** Units that would be allowed right after this call. */
+  readonly remaining: number;
+  /** Refused: ms until the same request would be allowed. A reservation (`wait`): ms to wait before the work. Null when the reply says -1 (allowed at once, or a request larger than `limit`, which can never pass). */
+  readonly retryAfter: number | null;
+  /** Ms until the limiter is fully rested. */
+  readonly reset: number;
+  /** Units granted: `n` when allowed, 0 when refused; with `atMost`, what the server granted. */
+  readonly granted: number;
+  /** 1-based position of the binding limit in an `allOf` (1 for a single limiter). */
+  readonly binding: number;
+  /** The reply's integers as the server sent them. */
+  readonly raw: number[];
+}
+
+/** One rate limiter (RL.GCRA, RL.TOKEN_BUCKET, RL.FIXED, RL.SLIDING_LOG or RL.SLIDING_COUNTER). */
+export declare class Limiter {
+  /** The algorithm's name in RL.ALL: GCRA, TOKEN_BUCKET, FIXED, SLIDING_LOG, SLIDING_COUNTER. */
+  readonly algorithm: string;
+  /** Its parameters as sent, durations in milliseconds. */
+  readonly params: readonly string[];
+  /** The policy's name in the RateLimit headers, and the last part of the middleware's key. */
+  readonly name: string;
+  /** The policy's quota (`q`): the most units at once from rest. */
+  readonly quota: number;
+  /** The policy's window (`w`) in milliseconds: the window, or the time to refill the whole quota. */
+  readonly windowMs: number;
+  /** Takes `n` units (default 1) on `key`. */
+  take(key: string, n?: number, options?: TakeOptions): Promise<Result>;
+  /** What `take` would answer now; changes nothing. */
+  peek(key: string, n?: number, options?: TakeOptions): Promise<Result>;
+  /** The state of `key` (0 units); changes nothing. */
+  query(key: string): Promise<Result>;
+  /** Gives `n` units back (default 1). */
+  refund(key: string, n?: number): Promise<Result>;
+}
+
+/** Several limiters decided at once (RL.ALL). Keys: one per limiter, in order, in one Cluster slot (use a hash tag: `{user:42}:burst`). */
+export declare class AllOf {
+  readonly limiters: readonly Limiter[];
+  take(keys: string[], n?: number, options?: TakeOptions): Promise<Result>;
+  peek(keys: string[], n?: number, options?: TakeOptions): Promise<Result>;
+  query(keys: string[]): Promise<Result>;
+  refund(keys: string[], n?: number): Promise<Result>;
+}
+
+/** A lease on work in flight, or the refusal to give one. */
+export declare class Lease {
+  readonly key: string;
+  readonly allowed: boolean;
+  readonly limit: number;
+  /** Units free after the call. */
+  readonly remaining: number;
+  /** Refused: ms until enough leases reach their deadlines (null: never, more units than `limit`). */
+  readonly retryAfter: number | null;
+  /** Ms until every lease has reached its deadline. */
+  readonly reset: number;
+  /** The lease id; null when refused, or for a query or a peek. */
+  readonly id: number | null;
+  readonly raw: number[];
+  /** Gives the lease back; resolves to the units released (0 when it had ended, or was refused). */
+  release(): Promise<number>;
+  /** Moves the deadline to now + `timeout` (default: the limiter's); false when the lease had ended. */
+  renew(timeout?: Duration): Promise<boolean>;
+  /** `await using lease = await jobs.acquire(key)` (TypeScript 5.2+) releases it at the end of the block. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Work in flight: at most `limit` units leased at once (RL.CONCURRENCY, RL.RELEASE, RL.RENEW). */
+export declare class Concurrency {
+  readonly limit: number;
+  /** Milliseconds. */
+  readonly timeout: number;
+  readonly name: string;
+  /** A lease of `n` units (default 1) for at most `timeout`, or a refusal. */
+  acquire(key: string, n?: number, options?: { peek?: boolean }): Promise<Lease>;
+  /** Gives lease `id` back; the units released (0 for a lease unknown, released or past its deadline). */
+  release(key: string, id: number): Promise<number>;
+  /** Moves live lease `id`'s deadline to now + `timeout` (default: this limiter's); false when it had ended. */
+  renew(key: string, id: number, timeout?: Duration): Promise<boolean>;
+  /** Runs `work` under a lease and releases it however `work` ends. Rejects with LeaseRefusedError when none is free. */
+  withLease<T>(key: string, work: (lease: Lease) => Promise<T> | T, options?: { n?: number }): Promise<T>;
+}
+
+export interface GcraOptions {
+  /** Requests per `per`, evenly spaced. */
+  rate: number;
+  per: Duration;
+  /** The most requests at once from rest (the reply's `limit`); default `rate`. */
+  burst?: number;
+  /** The policy's name (default "gcra"). */
+  name?: string;
+}
+
+export interface TokenBucketOptions {
+  /** Tokens the bucket holds, full at first. */
+  capacity: number;
+  /** Tokens added every `per`. */
+  refill: number;
+  per: Duration;
+  /** The policy's name (default "token_bucket"). */
+  name?: string;
+}
+
+export interface WindowOptions {
+  limit: number;
+  window: Duration;
+  /** The policy's name (default "fixed", "sliding_log" or "sliding_counter"). */
+  name?: string;
+}
+
+export interface ConcurrencyOptions {
+  /** Units leased at once. */
+  limit: number;
+  /** A lease ends at most this long after it is taken or renewed. */
+  timeout: Duration;
+  name?: string;
+}
+
+/** The minimal client interface, for a Redis client without a built-in adapter. */
+export interface Adapter {
+  /** One command (name first, arguments as strings), routed by `key` on a Cluster. */
+  send(args: string[], key?: string): Promise<unknown>;
+  /** One sender per master (the client itself when not a Cluster). */
+  masters(): Promise<Array<(args: string[]) => Promise<unknown>>>;
+}
+
+/**
+ * Wraps a Redis client (ioredis `Redis` or `Cluster`; node-redis 4/5
+ * `createClient` or `createCluster`, connected) and finds the backend on first
+ * use: the module, else the functions library at this client's version, else
+ * it loads the library (on every master), else the standalone scripts. The
+ * backend is cached per Redis client (every RateLimits over it shares it).
+ */
+export declare class RateLimits {
+  constructor(client: object, options?: { backend?: "auto" | Backend });
+  readonly client: object;
+  /** The backend in use (found now if not yet). */
+  backend(): Promise<Backend>;
+  /** Sends library function `fn` (gcra, all, concurrency, ...) with its keys and arguments; the raw reply. */
+  call(fn: string, keys: string[], args: string[]): Promise<any>;
+  /** As `call`, the reply turned into a value by `map`. */
+  run<T>(fn: string, keys: string[], args: string[], map: (reply: any) => T): Promise<T>;
+  gcra(options: GcraOptions): Limiter;
+  tokenBucket(options: TokenBucketOptions): Limiter;
+  fixedWindow(options: WindowOptions): Limiter;
+  slidingLog(options: WindowOptions): Limiter;
+  slidingCounter(options: WindowOptions): Limiter;
+  allOf(...limiters: Limiter[]): AllOf;
+  concurrency(options: ConcurrencyOptions): Concurrency;
+}
+
+/** An error reply of the server; `message` is the server's text, `cause` the Redis client's error. */
+export declare class RateLimitError extends Error {
+  constructor(message: string, cause?: unknown);
+}
+
+/** Rejected by `withLease` when no lease is free; `lease` is the refusal. */
+export declare class LeaseRefusedError extends Error {
+  constructor(lease: Lease);
+  readonly lease: Lease;
+}
+
+export interface MiddlewareOptions<Req = any> {
+  /** What each request takes: a limiter, or an allOf. */
+  limiter: Limiter | AllOf;
+  /** The client's identity (default: `req.ip`, else the socket's address). */
+  key?: (req: Req) => string;
+  /** Units a request takes (default 1). */
+  cost?: number | ((req: Req) => number);
+  /** Of every key (default "ratelimit:"): a limiter's key is `${prefix}{${key(req)}}:${limiter.name}`. */
+  prefix?: string;
+  /** When Redis is down or answers an error: false (default) answers 503; true lets the request through without headers. */
+  failOpen?: boolean;
+  /** Told of every such error. */
+  onError?: (err: unknown, req: Req) => void;
+  /** The 429's body (default "Too Many Requests\n"). */
+  message?: string;
+}
+
+/** Express (or node:http) middleware: 429 with Retry-After and the draft-10 RateLimit-Policy and RateLimit headers; the headers on allowed responses too; the decision in `req.rateLimit`. */
+export declare function rateLimit<Req = any>(
+  options: MiddlewareOptions<Req>,
+): (req: Req, res: any, next: (err?: unknown) => void) => void;
+
+/** The response headers for a decision: RateLimit-Policy, RateLimit and, when refused, Retry-After (seconds, rounded up). */
+export declare function rateLimitHeaders(limiter: Limiter | AllOf, result: Result): Record<string, string>;
+
+/** The RateLimit-Policy field of a limiter or an allOf. */
+export declare function policyHeader(limiter: Limiter | AllOf): string;
+
+/** Milliseconds from a Duration, or an error naming `name`. */
+export declare function toMs(value: Duration, name: string, min?: number, max?: number): number;
+
+declare global {
+  namespace Express {
+    interface Request {
+      /** The rate limiter's decision for this request (set by redis-ratelimit's middleware). */
+      rateLimit?: Result;
+    }
+  }
+}

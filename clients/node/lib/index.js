@@ -1,0 +1,23 @@
+"use strict";
+
+const { RateLimits, VERSION } = require("./client");
+const { Result, Limiter, AllOf, Concurrency, Lease } = require("./limiters");
+const { RateLimitError, LeaseRefusedError } = require("./errors");
+const { rateLimit, rateLimitHeaders, policyHeader } = require("./middleware");
+const { toMs } = require("./duration");
+
+module.exports = {
+  RateLimits,
+  VERSION,
+  Result,
+  Limiter,
+  AllOf,
+  Concurrency,
+  Lease,
+  RateLimitError,
+  LeaseRefusedError,
+  rateLimit,
+  rateLimitHeaders,
+  policyHeader,
+  toMs,
+};

@@ -1,0 +1,41 @@
+// Compiled by `tsc --noEmit` (npm test): the declarations as a TypeScript
+// user meets them. Not run.
+import express from "express";
+import Redis from "ioredis";
+import { createClient } from "redis";
+import { RateLimits, rateLimit, rateLimitHeaders, LeaseRefusedError, type Result, type Lease, type Backend } from "..";
+
+async function usage(): Promise<void> {
+  const limits = new RateLimits(new Redis());
+  const other = new RateLimits(createClient(), { backend: "scripts" });
+  const backend: Backend = await other.backend();
+  const perUser = limits.gcra({ rate: 10, per: "1s", burst: 20 });
+  const r: Result = await perUser.take("user:42", 2, { wait: "500ms", block: 60_000 });
+  const wait: number | null = r.retryAfter;
+  const both = limits.allOf(perUser, limits.slidingLog({ limit: 100, window: "1h", name: "hourly" }));
+  const b = await both.take(["{user:42}:a", "{user:42}:b"], 1, { atMost: true });
+  const headers: Record<string, string> = rateLimitHeaders(both, b);
+  const jobs = limits.concurrency({ limit: 2, timeout: "30s" });
+  const lease: Lease = await jobs.acquire("jobs");
+  const id: number | null = lease.id;
+  const n: number = await jobs.withLease("jobs", async (l) => l.remaining);
+  await using held = await jobs.acquire("jobs");
+  const app = express();
+  app.use(rateLimit({ limiter: both, key: (req: express.Request) => req.ip ?? "unknown", failOpen: true }));
+  app.get("/", (req, res) => {
+    res.json(req.rateLimit?.remaining);
+  });
+  void [backend, wait, headers, id, n, held, LeaseRefusedError];
+}
+void usage;
+
+// Mistakes the declarations catch.
+async function mistakes(limits: RateLimits): Promise<void> {
+  // @ts-expect-error a limiter needs its rate
+  limits.gcra({ per: "1s" });
+  // @ts-expect-error allOf takes one key per limiter, as an array
+  await limits.allOf(limits.gcra({ rate: 1, per: 1000 })).take("k");
+  // @ts-expect-error no such option
+  await limits.gcra({ rate: 1, per: 1000 }).take("k", 1, { atmost: true });
+}
+void mistakes;
