@@ -83,7 +83,7 @@ impl<C: AsyncConnection> RateLimits<C> {
             .get_or_try_init(|| async move {
                 let mut why = Vec::new();
                 for probe in call::probes() {
-                    let reply = conn.send(&probe.cmd, None).await;
+                    let reply = call::checked(conn.send(&probe.cmd, None).await);
                     if let Found::Backend(b) = probe.answer(reply, &mut why)? {
                         return Ok(b);
                     }
@@ -138,12 +138,12 @@ impl<C: AsyncConnection> RateLimits<C> {
         let cmd = plan.cmd(backend, keys)?;
         let key = keys.first().copied();
         let mut conn = self.conn.clone();
-        match conn.send(&cmd, key).await {
+        match call::checked(conn.send(&cmd, key).await) {
             Ok(v) => Ok(v),
             Err(e) => match call::recovery(backend, plan.command, &e) {
                 Some(reload) => {
-                    conn.send(&reload, None).await?;
-                    Ok(conn.send(&cmd, key).await?)
+                    call::checked(conn.send(&reload, None).await)?;
+                    Ok(call::checked(conn.send(&cmd, key).await)?)
                 }
                 None => Err(e.into()),
             },

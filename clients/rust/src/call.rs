@@ -121,6 +121,12 @@ impl Plan {
     }
 }
 
+/// A reply with its error replies (which a connection may hand back as
+/// values) turned into errors.
+pub(crate) fn checked(reply: RedisResult<Value>) -> RedisResult<Value> {
+    reply.and_then(Value::extract_error)
+}
+
 /// The integer reply of `RL.RELEASE` and `RL.RENEW`.
 pub(crate) fn integer(reply: &Value) -> Result<u64, Error> {
     match reply {

@@ -131,7 +131,7 @@ impl<C: SyncConnection> RateLimits<C> {
         }
         let mut why = Vec::new();
         for probe in call::probes() {
-            if let Found::Backend(b) = probe.answer(conn.send(&probe.cmd, None), &mut why)? {
+            if let Found::Backend(b) = probe.answer(call::checked(conn.send(&probe.cmd, None)), &mut why)? {
                 return Ok(*self.shared.backend.get_or_init(|| b));
             }
         }
@@ -146,12 +146,12 @@ impl<C: SyncConnection> RateLimits<C> {
         let backend = self.backend_with(&mut conn)?;
         let cmd = plan.cmd(backend, keys)?;
         let key = keys.first().copied();
-        match conn.send(&cmd, key) {
+        match call::checked(conn.send(&cmd, key)) {
             Ok(v) => Ok(v),
             Err(e) => match call::recovery(backend, plan.command, &e) {
                 Some(reload) => {
-                    conn.send(&reload, None)?;
-                    Ok(conn.send(&cmd, key)?)
+                    call::checked(conn.send(&reload, None))?;
+                    Ok(call::checked(conn.send(&cmd, key))?)
                 }
                 None => Err(e.into()),
             },
