@@ -36,7 +36,10 @@ async fn scenario<C: AsyncConnection>(limits: &RateLimits<C>) {
     assert!(!d.allowed);
 
     let both = limits
-        .all_of([Limit::gcra_with_burst(1, HOUR, 3).unwrap(), Limit::sliding_log(2, HOUR).unwrap()])
+        .all_of([
+            Limit::gcra_with_burst(1, HOUR, 3).unwrap(),
+            Limit::sliding_log(2, HOUR).unwrap(),
+        ])
         .unwrap();
     let keys = ["{u}:burst", "{u}:hourly"];
     let d = both.take(&keys).await.unwrap();
@@ -50,7 +53,12 @@ async fn scenario<C: AsyncConnection>(limits: &RateLimits<C>) {
     assert!(lease.renew(HOUR).await.unwrap());
     assert_eq!(lease.release().await.unwrap(), 1);
     // Dropped unreleased: a task releases it.
-    let lease = jobs.acquire("jobs").await.unwrap().lease().expect("a lease again");
+    let lease = jobs
+        .acquire("jobs")
+        .await
+        .unwrap()
+        .lease()
+        .expect("a lease again");
     let id = lease.id();
     drop(lease);
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -64,7 +72,11 @@ async fn scenario<C: AsyncConnection>(limits: &RateLimits<C>) {
         Acquisition::Granted(_) => panic!("two units of one"),
     }
 
-    match limits.limiter(Limit::fixed_window(1, HOUR).unwrap()).take("gcra").await {
+    match limits
+        .limiter(Limit::fixed_window(1, HOUR).unwrap())
+        .take("gcra")
+        .await
+    {
         Err(Error::Server { code, message }) => {
             assert!(message.contains("gcra"), "{code} {message}");
         }

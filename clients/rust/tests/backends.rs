@@ -13,7 +13,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{assert_left, calls, cmd, elapsed_ms, preload_library, Kind, Server};
-use redis_ratelimit_client::{Acquisition, Backend, ConcurrencyLimit, Error, Limit, RateLimits, SyncConnection, Take};
+use redis_ratelimit_client::{
+    Acquisition, Backend, ConcurrencyLimit, Error, Limit, RateLimits, SyncConnection, Take,
+};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -78,7 +80,9 @@ fn scenario<C: SyncConnection>(limits: &RateLimits<C>) -> Vec<String> {
     let elapsed = elapsed_ms(start);
     assert_eq!(counts(&d), (true, 1, 0, 1, 1));
     assert_left(d.retry_after, HOUR, elapsed, "reservation: retry_after");
-    let d = paced.call("paced", Take::one().wait(Duration::from_millis(1))).unwrap();
+    let d = paced
+        .call("paced", Take::one().wait(Duration::from_millis(1)))
+        .unwrap();
     assert_eq!(counts(&d), (false, 1, 0, 0, 1));
     // BLOCK: the refusal blocks the key; a query then answers blocked.
     let start = Instant::now();
@@ -99,7 +103,10 @@ fn scenario<C: SyncConnection>(limits: &RateLimits<C>) -> Vec<String> {
     assert_eq!((counts(&d), d.reset), ((true, 3, 1, 2, 1), HOUR));
     // Windows aligned to the epoch (10^9 s: the next boundary is in 2033).
     let window = Duration::from_secs(1_000_000_000);
-    for limit in [Limit::fixed_window(3, window).unwrap(), Limit::sliding_counter(3, window).unwrap()] {
+    for limit in [
+        Limit::fixed_window(3, window).unwrap(),
+        Limit::sliding_counter(3, window).unwrap(),
+    ] {
         let l = limits.limiter(limit);
         let key = format!("window:{}", limit);
         let d = l.take_n(&key, 2).unwrap();
@@ -150,8 +157,17 @@ fn scenario<C: SyncConnection>(limits: &RateLimits<C>) -> Vec<String> {
     assert_eq!(jobs.release("jobs", id).unwrap(), 0, "already released");
     assert!(!jobs.renew("jobs", id, HOUR).unwrap());
     assert_eq!(first.release().unwrap(), 1);
-    let kept = jobs.acquire_n("jobs", 2).unwrap().lease().expect("two units").forget();
-    assert_eq!(jobs.peek("jobs", 0).unwrap().remaining, 0, "a forgotten lease stays held");
+    let kept = jobs
+        .acquire_n("jobs", 2)
+        .unwrap()
+        .lease()
+        .expect("two units")
+        .forget();
+    assert_eq!(
+        jobs.peek("jobs", 0).unwrap().remaining,
+        0,
+        "a forgotten lease stays held"
+    );
     assert_eq!(jobs.release("jobs", kept).unwrap(), 2);
 
     // The server's errors, carried with its message.
@@ -159,9 +175,13 @@ fn scenario<C: SyncConnection>(limits: &RateLimits<C>) -> Vec<String> {
         // A key of another algorithm.
         limits.limiter(Limit::fixed_window(3, HOUR).unwrap()).take("gcra"),
         // A parameter past the server's range.
-        limits.limiter(Limit::gcra(1, Duration::from_millis(u64::MAX / 2)).unwrap()).take("huge"),
+        limits
+            .limiter(Limit::gcra(1, Duration::from_millis(u64::MAX / 2)).unwrap())
+            .take("huge"),
         // WAIT on a fixed window.
-        limits.limiter(Limit::fixed_window(3, HOUR).unwrap()).wait("fixed", HOUR),
+        limits
+            .limiter(Limit::fixed_window(3, HOUR).unwrap())
+            .wait("fixed", HOUR),
         // Options that exclude one another.
         gcra.call("gcra", Take::n(1).force().block(HOUR)),
     ] {
@@ -185,7 +205,12 @@ fn module_errors() -> Vec<String> {
 fn module() {
     let errors = module_errors();
     assert_eq!(errors.len(), 4);
-    assert!(errors.iter().all(|e| e.starts_with("ERR ") || e.starts_with("WRONGTYPE ")), "{errors:?}");
+    assert!(
+        errors
+            .iter()
+            .all(|e| e.starts_with("ERR ") || e.starts_with("WRONGTYPE ")),
+        "{errors:?}"
+    );
 }
 
 #[test]
@@ -194,7 +219,11 @@ fn functions_loaded_by_the_client() {
     let mut admin = server.client();
     let limits = RateLimits::new(server.client());
     assert_eq!(limits.backend().unwrap(), Backend::Functions);
-    assert_eq!(calls(&mut admin, "function|load"), 1, "the client loaded the library");
+    assert_eq!(
+        calls(&mut admin, "function|load"),
+        1,
+        "the client loaded the library"
+    );
     let errors = scenario(&limits);
     assert_eq!(errors, module_errors());
     // Found once per client: no more probes, no more loads.
@@ -273,7 +302,10 @@ fn scripts_on_redis_6() {
 fn bad_parameters_fail_before_any_call() {
     // No server at all: construction fails first, naming the parameter.
     let e = Limit::gcra_with_burst(10, Duration::from_secs(1), 0).unwrap_err();
-    assert_eq!(e.to_string(), "invalid parameter `burst`: must be at least 1, got 0");
+    assert_eq!(
+        e.to_string(),
+        "invalid parameter `burst`: must be at least 1, got 0"
+    );
     let server = Server::start(Kind::Module);
     let mut admin = server.client();
     let limits = RateLimits::new(server.client());

@@ -29,7 +29,12 @@ fn blocking(cluster: &Cluster, expected: Backend) {
         assert!(n > 0, "a primary holds none of the 60 keys");
     }
     // Several limits over one hash tag, in many slots.
-    let both = limits.all_of([Limit::gcra(1, HOUR).unwrap(), Limit::sliding_log(1, HOUR).unwrap()]).unwrap();
+    let both = limits
+        .all_of([
+            Limit::gcra(1, HOUR).unwrap(),
+            Limit::sliding_log(1, HOUR).unwrap(),
+        ])
+        .unwrap();
     for i in 0..30 {
         let keys = [format!("{{tenant:{i}}}:a"), format!("{{tenant:{i}}}:b")];
         let keys = [keys[0].as_str(), keys[1].as_str()];
@@ -62,7 +67,12 @@ async fn non_blocking(cluster: &Cluster, expected: Backend) {
         assert_eq!(api.take(&key).await.unwrap().remaining, 0, "{key}");
         assert!(!api.take(&key).await.unwrap().allowed, "{key}");
     }
-    let both = limits.all_of([Limit::gcra(1, HOUR).unwrap(), Limit::sliding_log(1, HOUR).unwrap()]).unwrap();
+    let both = limits
+        .all_of([
+            Limit::gcra(1, HOUR).unwrap(),
+            Limit::sliding_log(1, HOUR).unwrap(),
+        ])
+        .unwrap();
     for i in 0..30 {
         let keys = [format!("{{async:{i}}}:a"), format!("{{async:{i}}}:b")];
         let keys = [keys[0].as_str(), keys[1].as_str()];
@@ -93,7 +103,9 @@ fn cluster_with_the_functions_loaded_on_every_primary() {
     let cluster = Cluster::start(Kind::Functions);
     blocking(&cluster, Backend::Functions);
     for node in &cluster.nodes {
-        let version: String = cmd(&["FCALL", "rl_version", "0"]).query(&mut node.client()).unwrap();
+        let version: String = cmd(&["FCALL", "rl_version", "0"])
+            .query(&mut node.client())
+            .unwrap();
         assert_eq!(version, redis_ratelimit_client::VERSION);
     }
     tokio::runtime::Builder::new_current_thread()

@@ -36,10 +36,16 @@ fn packaged_copies_equal_the_repository_sources() {
         for name in names {
             let a = std::fs::read(from.join(&name)).unwrap();
             let b = std::fs::read(to.join(&name)).unwrap();
-            assert!(a == b, "{sub}/{name} differs from its source: run clients/rust/sync-functions");
+            assert!(
+                a == b,
+                "{sub}/{name} differs from its source: run clients/rust/sync-functions"
+            );
         }
     }
-    assert!(source.join("ratelimit.lua").is_file(), "no functions/ratelimit.lua in the repository");
+    assert!(
+        source.join("ratelimit.lua").is_file(),
+        "no functions/ratelimit.lua in the repository"
+    );
 }
 
 #[test]

@@ -200,7 +200,9 @@ pub fn cmd(args: &[&str]) -> redis::Cmd {
 /// How many times the server ran `command` (`INFO commandstats`; a
 /// subcommand as `function|load`), 0 when never.
 pub fn calls(con: &mut redis::Connection, command: &str) -> u64 {
-    let info: String = cmd(&["INFO", "commandstats"]).query(con).expect("INFO commandstats");
+    let info: String = cmd(&["INFO", "commandstats"])
+        .query(con)
+        .expect("INFO commandstats");
     let prefix = format!("cmdstat_{command}:calls=");
     info.lines()
         .find_map(|l| l.strip_prefix(&prefix))
@@ -213,7 +215,9 @@ pub fn calls(con: &mut redis::Connection, command: &str) -> u64 {
 pub fn preload_library(con: &mut redis::Connection) {
     let src = std::fs::read_to_string(repository_functions().join("ratelimit.lua"))
         .expect("functions/ratelimit.lua in the repository");
-    let name: String = cmd(&["FUNCTION", "LOAD", "REPLACE", &src]).query(con).expect("FUNCTION LOAD");
+    let name: String = cmd(&["FUNCTION", "LOAD", "REPLACE", &src])
+        .query(con)
+        .expect("FUNCTION LOAD");
     assert_eq!(name, "ratelimit");
 }
 
