@@ -250,6 +250,18 @@ impl<C: AsyncConnection> Limiter<C> {
         let plan = Plan::rate(&self.limit, &take)?;
         self.limits.decide(&plan, &[key]).await.map(|(d, _)| d)
     }
+
+    /// The command of a call, for a pipeline of your own; see
+    /// [`crate::Limiter::prepare`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Limiter::call`].
+    pub async fn prepare(&self, key: &str, take: Take) -> Result<crate::Prepared, Error> {
+        let plan = Plan::rate(&self.limit, &take)?;
+        let backend = self.limits.backend().await?;
+        Ok(crate::Prepared::new(plan.cmd(backend, &[key])?, plan))
+    }
 }
 
 /// Several limits decided as one (`RL.ALL`), bound to an async client.

@@ -91,7 +91,7 @@ pub use conn::SyncConnection;
 pub use decision::Decision;
 pub use error::Error;
 pub use limit::{ConcurrencyLimit, Limit, Take};
-pub use sync::{AllOf, Concurrency, Lease, Limiter, RateLimits};
+pub use sync::{AllOf, Concurrency, Lease, Limiter, Prepared, RateLimits};
 
 /// The answer to a lease request: the lease, or the refusal.
 #[derive(Debug)]

@@ -266,6 +266,60 @@ impl<C: SyncConnection> Limiter<C> {
         let plan = Plan::rate(&self.limit, &take)?;
         self.limits.decide(&plan, &[key]).map(|(d, _)| d)
     }
+
+    /// The command of a call, for a pipeline or a `MULTI` of your own
+    /// (with a read of the key, say): send [`Prepared::cmd`], then read its
+    /// reply with [`Prepared::decision`]. The backend is found first if no
+    /// call has found it. Inside your pipeline the client cannot load a
+    /// lost library or script and send again: the reply is then an error.
+    ///
+    /// # Errors
+    ///
+    /// As [`Limiter::call`].
+    pub fn prepare(&self, key: &str, take: Take) -> Result<Prepared, Error> {
+        let plan = Plan::rate(&self.limit, &take)?;
+        let backend = self.limits.backend()?;
+        Ok(Prepared::new(plan.cmd(backend, &[key])?, plan))
+    }
+}
+
+/// A call's command, to send in a pipeline or transaction of your own
+/// ([`Limiter::prepare`]), and how to read its reply.
+#[derive(Clone)]
+pub struct Prepared {
+    cmd: redis::Cmd,
+    plan: Plan,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("plan", &self.plan)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Prepared {
+    pub(crate) fn new(cmd: redis::Cmd, plan: Plan) -> Prepared {
+        Prepared { cmd, plan }
+    }
+
+    /// The command to send (`RL.GCRA ...`, `FCALL rl_gcra ...` or
+    /// `EVALSHA ...`, as the backend takes it).
+    pub fn cmd(&self) -> &redis::Cmd {
+        &self.cmd
+    }
+
+    /// The decision in the command's reply.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Server`] when the reply is an error; [`Error::Reply`] for a
+    /// reply of another shape.
+    pub fn decision(&self, reply: &Value) -> Result<Decision, Error> {
+        let reply = call::checked(Ok(reply.clone()))?;
+        self.plan.decision(&reply).map(|(d, _)| d)
+    }
 }
 
 /// Several limits decided as one (`RL.ALL`), bound to a client.
