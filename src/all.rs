@@ -1,8 +1,10 @@
 //! `RL.ALL`: several limits, one decision.
 //!
 //! ```text
-//! RL.ALL numkeys key [key ...] algorithm params [algorithm params ...] [quantity] [MS] [PEEK] [REFUND]
+//! RL.ALL numkeys key [key ...] algorithm params [algorithm params ...] [quantity] [options]
 //! ```
+//!
+//! (The options are the rate commands', from the options table.)
 //!
 //! Every limit is judged at one instant, each exactly as its own command
 //! would judge it on its key; the request is allowed iff every limit allows
@@ -10,11 +12,15 @@
 //! write it). The reply is the binding limit's five integers and its
 //! position.
 
-use crate::args::{self, Accepts, Options};
+use crate::algorithms::{self, RATES};
+use crate::args::{self, Options};
+use crate::command::Command;
 use crate::error::{printable, CommandError};
+use crate::options::{sentence, Accepts};
+use crate::param::number;
 use crate::rate::{Judged, Rate};
-use crate::registry::{self, Kind, Row};
 use crate::reply::Reply;
+use crate::stats::{Stats, RATE};
 use crate::store::Keyspace;
 use rl_core::request::Joint;
 use rl_core::{Decision, Instant, Mode, RetryAfter};
@@ -23,11 +29,15 @@ use std::cell::RefCell;
 /// The most keys one call may name.
 pub const MAX_KEYS: u64 = 100;
 
+pub static ALL: Command = Command {
+    name: "rl.all",
+    stats: Stats::new(&RATE),
+};
+
 /// One limit of the request: its algorithm and the arguments that
 /// parameterise it.
 #[derive(Clone, Copy)]
 struct Limit<'a> {
-    row: &'static Row,
     rate: &'static dyn Rate,
     params: &'a [&'a [u8]],
 }
@@ -40,25 +50,25 @@ thread_local! {
 
 /// `args[0]` is the command's name.
 pub fn command<S: Keyspace>(
-    row: &Row,
+    command: &Command,
     args: &[&[u8]],
     now: Instant,
     keys: &S,
 ) -> Result<Reply, CommandError> {
     let mut limits = Few::new();
-    let options = parse(row, args, &mut limits)?;
+    let options = parse(command, args, &mut limits)?;
     JUDGED.with(|kept| match kept.try_borrow_mut() {
         Ok(mut judged) => {
             judged.clear();
-            decide(row, &limits, &options, now, keys, &mut judged)
+            decide(command, &limits, &options, now, keys, &mut judged)
         }
-        Err(_) => decide(row, &limits, &options, now, keys, &mut Vec::new()),
+        Err(_) => decide(command, &limits, &options, now, keys, &mut Vec::new()),
     })
 }
 
 /// Judge every limit before writing any; then write them all, or none.
 fn decide<S: Keyspace>(
-    row: &Row,
+    command: &Command,
     limits: &Few<Limit<'_>>,
     options: &Options,
     now: Instant,
@@ -74,15 +84,7 @@ fn decide<S: Keyspace>(
         let slot = judged.last_mut().ok_or(CommandError::Internal)?;
         limit
             .rate
-            .judge(
-                limit.row,
-                limit.params,
-                options,
-                Joint::Alone,
-                now,
-                &mut key,
-                slot,
-            )
+            .judge(limit.params, options, Joint::Alone, now, &mut key, slot)
             .map_err(|error| in_limit(i + 1, &limit, error))?;
         match open.get_mut(i) {
             Some(slot) => *slot = Some(key),
@@ -114,7 +116,7 @@ fn decide<S: Keyspace>(
             if differs {
                 limit
                     .rate
-                    .judge(limit.row, limit.params, options, joint, now, key, judged)
+                    .judge(limit.params, options, joint, now, key, judged)
                     .map_err(|error| in_limit(i + 1, &limit, error))?;
             }
         }
@@ -127,7 +129,7 @@ fn decide<S: Keyspace>(
     if options.mode == Mode::AtMost {
         reply = reply.and(i64::try_from(granted).unwrap_or(i64::MAX));
     }
-    Ok(crate::rate::settle(row, options, reply, granted, || {
+    Ok(crate::rate::settle(command, options, reply, granted, || {
         // Allowed: every limit's record. Refused: nothing is counted
         // anywhere, and only the limits that refuse by themselves write
         // (the blocks they start).
@@ -135,7 +137,7 @@ fn decide<S: Keyspace>(
         let mut written = false;
         for ((key, judged), limit) in keys.zip(judged.iter()).zip(limits.iter()) {
             if !refused || judged.decision.blocked {
-                written |= judged.store(row, limit.row, key);
+                written |= judged.store(command, limit.rate.command(), key);
             }
         }
         written
@@ -154,14 +156,20 @@ pub fn key_positions(args: &[&[u8]]) -> std::ops::Range<usize> {
 
 /// The `numkeys` argument: 1 to [`MAX_KEYS`].
 fn numkeys(arg: &[u8]) -> Result<u64, CommandError> {
-    args::number("numkeys", 1, MAX_KEYS).parse(arg, rl_core::TimeUnit::Seconds)
+    number("numkeys", 1, MAX_KEYS).parse(arg, rl_core::TimeUnit::Seconds)
 }
 
 /// The keys' limits (into `limits`) and the options, checked before any key
 /// is read.
-fn parse<'a>(row: &Row, args: &'a [&'a [u8]], limits: &mut Few<Limit<'a>>) -> Result<Options, CommandError> {
+fn parse<'a>(
+    command: &Command,
+    args: &'a [&'a [u8]],
+    limits: &mut Few<Limit<'a>>,
+) -> Result<Options, CommandError> {
     let Some(first) = args.get(1) else {
-        return Err(CommandError::WrongArity { command: row.name });
+        return Err(CommandError::WrongArity {
+            command: command.name,
+        });
     };
     let numkeys = numkeys(first)?;
     let too_few = || miscounted(args, numkeys).unwrap_or(CommandError::TooFewLimits { numkeys });
@@ -176,7 +184,7 @@ fn parse<'a>(row: &Row, args: &'a [&'a [u8]], limits: &mut Few<Limit<'a>>) -> Re
     let mut at = 2 + n;
     for position in 1..=n {
         let token = args.get(at).ok_or_else(too_few)?;
-        let (row, rate) = find_algorithm(token).ok_or_else(|| {
+        let rate = algorithms::named(token).ok_or_else(|| {
             miscounted(args, numkeys).unwrap_or_else(|| CommandError::UnknownAlgorithm {
                 position,
                 token: printable(token),
@@ -185,10 +193,10 @@ fn parse<'a>(row: &Row, args: &'a [&'a [u8]], limits: &mut Few<Limit<'a>>) -> Re
         })?;
         let count = rate.params().len();
         let params = args.get(at + 1..at + 1 + count).ok_or_else(too_few)?;
-        limits.push(Limit { row, rate, params });
+        limits.push(Limit { rate, params });
         at += 1 + count;
     }
-    args::options(row.name, &args[at..], Accepts::RATE)
+    args::options(command.name, &args[at..], Accepts::RATE)
 }
 
 /// When the limits do not parse: whether `numkeys` is what went wrong,
@@ -197,7 +205,7 @@ fn parse<'a>(row: &Row, args: &'a [&'a [u8]], limits: &mut Few<Limit<'a>>) -> Re
 #[cold]
 fn miscounted(args: &[&[u8]], numkeys: u64) -> Option<CommandError> {
     let keys = args.get(2..)?;
-    let given = keys.iter().position(|token| find_algorithm(token).is_some())?;
+    let given = keys.iter().position(|token| algorithms::named(token).is_some())?;
     (given >= 1 && given as u64 != numkeys).then(|| CommandError::KeysMiscounted {
         numkeys,
         given,
@@ -211,43 +219,13 @@ fn same_key(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.last() == b.last() && a == b
 }
 
-/// An algorithm's name in `RL.ALL`: its command's, without `rl.`.
-pub fn algorithm(row: &Row) -> &'static str {
-    row.name.strip_prefix("rl.").unwrap_or(row.name)
-}
-
-/// The rate algorithm `token` names, in any case: the row whose command is
-/// `rl.` and the token.
-fn find_algorithm(token: &[u8]) -> Option<(&'static Row, &'static dyn Rate)> {
-    registry::COMMANDS.iter().find_map(|row| {
-        // The length first: it rules out all rows but one or two.
-        if row.name.len() != token.len() + 3 {
-            return None;
-        }
-        let Kind::Rate(rate) = row.kind else {
-            return None;
-        };
-        let name = row.name.as_bytes().get(3..)?;
-        // The names are lower-case letters and `_`: a token byte matches its
-        // own value or, for a letter, its upper case.
-        let same = name
-            .iter()
-            .zip(token)
-            .all(|(&n, &t)| t == n || (n.is_ascii_lowercase() && t == n - 32));
-        (same && row.name.starts_with("rl.")).then_some((row, rate))
-    })
-}
-
 /// The algorithms `RL.ALL` knows, for the error that names another.
 fn expected() -> String {
-    let names: Vec<String> = registry::rates()
-        .map(|(row, _)| algorithm(row).to_ascii_uppercase())
+    let names: Vec<String> = RATES
+        .iter()
+        .map(|rate| algorithms::word(*rate).to_ascii_uppercase())
         .collect();
-    match names.split_last() {
-        Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-        None => String::new(),
-    }
+    sentence(&names, "or")
 }
 
 /// A parameter's error names the limit it belongs to; a key's (another
@@ -259,7 +237,7 @@ fn in_limit(position: usize, limit: &Limit<'_>, error: CommandError) -> CommandE
         | CommandError::WrongArity { .. }
         | CommandError::CannotWait { .. } => CommandError::InLimit {
             position,
-            algorithm: algorithm(limit.row),
+            algorithm: algorithms::word(limit.rate),
             error: Box::new(error),
         },
         other => other,

@@ -2,62 +2,10 @@
 //! bytes: input may be anything, including non-UTF-8 and NUL bytes.
 
 use crate::error::{printable, CommandError};
-use rl_core::bounds::{MAX_BLOCK_MICROS, MAX_PERIOD_MICROS, MAX_QUANTITY, MAX_WAIT_MICROS};
+use crate::options::{Accepts, Opt, BLOCK_DURATION, EXCLUDING, EXCLUSIVE, MAX_WAIT};
+use crate::param::Param;
+use rl_core::bounds::{MAX_PERIOD_MICROS, MAX_QUANTITY};
 use rl_core::{Micros, Mode, Request, TimeUnit};
-
-/// One positional numeric argument of a command.
-#[derive(Debug, Clone, Copy)]
-pub struct Param {
-    pub name: &'static str,
-    pub min: u64,
-    /// The upper bound; for a duration, in microseconds.
-    pub max: u64,
-    /// A lower upper bound set at run time (a module setting).
-    pub cap: Option<Cap>,
-    /// A duration in the command's unit (seconds, or milliseconds with `MS`).
-    pub duration: bool,
-}
-
-/// A number from `min` to `max`.
-pub const fn number(name: &'static str, min: u64, max: u64) -> Param {
-    Param {
-        name,
-        min,
-        max,
-        cap: None,
-        duration: false,
-    }
-}
-
-/// A duration of at least one unit, at most 10^15 µs.
-pub const fn duration(name: &'static str) -> Param {
-    Param {
-        name,
-        min: 1,
-        max: MAX_PERIOD_MICROS,
-        cap: None,
-        duration: true,
-    }
-}
-
-/// An upper bound that a module setting lowers at run time.
-#[derive(Debug, Clone, Copy)]
-pub struct Cap {
-    /// The setting, as `CONFIG SET` names it.
-    pub setting: &'static str,
-    /// Its current value.
-    pub value: fn() -> u64,
-    /// The largest value it may be set to.
-    pub ceiling: u64,
-}
-
-/// `param`, with an upper bound lowered at run time by a module setting.
-pub const fn capped(param: Param, cap: Cap) -> Param {
-    Param {
-        cap: Some(cap),
-        ..param
-    }
-}
 
 impl Param {
     /// The value of `bytes` for this parameter, in microseconds for a
@@ -114,150 +62,6 @@ impl Options {
             quantity: self.quantity,
             mode: self.mode,
             block: self.block.map(|micros| Micros(u128::from(micros))),
-        }
-    }
-}
-
-/// One option word a command may take after its quantity. The words, the
-/// values they take, which ones exclude which, the error texts that list
-/// them and `COMMAND DOCS` all come from here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Opt {
-    Ms,
-    Peek,
-    Refund,
-    Force,
-    Wait,
-    AtMost,
-    Block,
-}
-
-/// `BLOCK duration`: 1 to 10^9 seconds (10^12 ms with `MS`).
-const BLOCK_DURATION: Param = Param {
-    name: "BLOCK duration",
-    min: 1,
-    max: MAX_BLOCK_MICROS,
-    cap: None,
-    duration: true,
-};
-
-/// `WAIT max_wait`: 0 to 10^9 seconds (10^12 ms with `MS`).
-const MAX_WAIT: Param = Param {
-    name: "WAIT max_wait",
-    min: 0,
-    max: MAX_WAIT_MICROS,
-    cap: None,
-    duration: true,
-};
-
-/// How the units are taken: one of these at most.
-const TAKE_WAYS: &str = "each says how the units are taken: choose one";
-
-/// Options that cannot be given together, and why.
-const EXCLUSIVE: [(Opt, Opt, &str); 8] = [
-    (Opt::Refund, Opt::Force, TAKE_WAYS),
-    (Opt::Refund, Opt::Wait, TAKE_WAYS),
-    (Opt::Refund, Opt::AtMost, TAKE_WAYS),
-    (Opt::Force, Opt::Wait, TAKE_WAYS),
-    (Opt::Force, Opt::AtMost, TAKE_WAYS),
-    (Opt::Wait, Opt::AtMost, TAKE_WAYS),
-    (Opt::Refund, Opt::Block, "a refund is never refused"),
-    (Opt::Force, Opt::Block, "a forced request is never refused"),
-];
-
-/// The options some other excludes: a call that names at most one of them
-/// need not look through [`EXCLUSIVE`].
-const EXCLUDING: u8 = {
-    let mut mask = 0;
-    let mut i = 0;
-    while i < EXCLUSIVE.len() {
-        mask |= EXCLUSIVE[i].0.bit() | EXCLUSIVE[i].1.bit();
-        i += 1;
-    }
-    mask
-};
-
-impl Opt {
-    pub const ALL: [Opt; 7] = [
-        Opt::Ms,
-        Opt::Peek,
-        Opt::Refund,
-        Opt::Force,
-        Opt::Wait,
-        Opt::AtMost,
-        Opt::Block,
-    ];
-
-    /// The word as written in the grammar (matched in any case).
-    pub const fn word(self) -> &'static str {
-        match self {
-            Opt::Ms => "MS",
-            Opt::Peek => "PEEK",
-            Opt::Refund => "REFUND",
-            Opt::Force => "FORCE",
-            Opt::Wait => "WAIT",
-            Opt::AtMost => "AT_MOST",
-            Opt::Block => "BLOCK",
-        }
-    }
-
-    /// Its name in `COMMAND DOCS`.
-    pub const fn doc_name(self) -> &'static str {
-        match self {
-            Opt::Ms => "ms",
-            Opt::Peek => "peek",
-            Opt::Refund => "refund",
-            Opt::Force => "force",
-            Opt::Wait => "max_wait",
-            Opt::AtMost => "at_most",
-            Opt::Block => "duration",
-        }
-    }
-
-    /// The value that follows the word, for those that take one.
-    pub const fn value(self) -> Option<Param> {
-        match self {
-            Opt::Block => Some(BLOCK_DURATION),
-            Opt::Wait => Some(MAX_WAIT),
-            Opt::Ms | Opt::Peek | Opt::Refund | Opt::Force | Opt::AtMost => None,
-        }
-    }
-
-    const fn bit(self) -> u8 {
-        1 << self as u8
-    }
-}
-
-/// The options a command takes after its quantity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Accepts(pub &'static [Opt]);
-
-impl Accepts {
-    /// The rate commands, alone or several at once.
-    pub const RATE: Accepts = Accepts(&Opt::ALL);
-    /// The lease command.
-    pub const LEASE: Accepts = Accepts(&[Opt::Ms, Opt::Peek]);
-    /// A command that takes only a unit.
-    pub const UNIT: Accepts = Accepts(&[Opt::Ms]);
-
-    pub fn options(self) -> impl Iterator<Item = Opt> {
-        self.0.iter().copied()
-    }
-
-    /// The option `token` names, if this command takes it.
-    fn find(self, token: &[u8]) -> Option<Opt> {
-        self.options()
-            .find(|o| token.eq_ignore_ascii_case(o.word().as_bytes()))
-    }
-
-    /// The words, joined for a sentence: `MS, PEEK or REFUND` (`last`: "or"
-    /// or "and").
-    pub fn words(self, last: &str) -> String {
-        let words: Vec<&str> = self.options().map(Opt::word).collect();
-        match words.split_last() {
-            Some((only, [])) => (*only).to_string(),
-            Some((final_word, rest)) => format!("{} {last} {final_word}", rest.join(", ")),
-            None => String::new(),
         }
     }
 }
@@ -336,8 +140,9 @@ fn parse_general(bytes: &[u8], name: &'static str, min: u64, max: u64) -> Result
     }
 }
 
-/// `name key p1..pN [quantity] [MS] [PEEK] [REFUND]`: the `n` positional
-/// parameters after the key (still unparsed) and the options after them.
+/// `name key p1..pN [quantity] [options]`: the `n` positional parameters
+/// after the key (still unparsed) and the options after them, those
+/// `accepts` names.
 #[inline(always)]
 pub fn after_key<'a>(
     command: &'static str,
@@ -353,12 +158,12 @@ pub fn after_key<'a>(
     Ok((positional, options(command, tail, accepts)?))
 }
 
-/// `[quantity] [MS] [PEEK] [REFUND] [BLOCK duration]`: the arguments after
-/// a command's parameters (`command`, for messages). Options may come in
-/// any order; a word may repeat, an option with a value may not. `quantity`,
-/// when present, comes first: a first token that does not start with a
-/// letter is meant as the quantity. Durations are read in the unit `MS`
-/// sets, wherever it stands.
+/// `[quantity] [options]`: the arguments after a command's parameters
+/// (`command`, for messages), the options those `accepts` names in the
+/// options table. Options may come in any order; a word may repeat, an
+/// option with a value may not. `quantity`, when present, comes first: a
+/// first token that does not start with a letter is meant as the quantity.
+/// Durations are read in the unit `MS` sets, wherever it stands.
 #[inline(always)]
 pub fn options(command: &'static str, args: &[&[u8]], accepts: Accepts) -> Result<Options, CommandError> {
     let mut options = Options {
@@ -494,43 +299,8 @@ pub fn params<const N: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::param::{capped, duration, number, Cap};
     use rl_core::bounds::MAX_LIMIT;
-
-    #[test]
-    fn every_option_word_is_found_in_any_case_and_nothing_else() {
-        for option in Opt::ALL {
-            let word = option.word();
-            let lower = word.to_ascii_lowercase();
-            let mixed: String = word
-                .chars()
-                .enumerate()
-                .map(|(i, c)| if i % 2 == 0 { c.to_ascii_lowercase() } else { c })
-                .collect();
-            for token in [word, lower.as_str(), mixed.as_str()] {
-                assert_eq!(Accepts::RATE.find(token.as_bytes()), Some(option), "{token}");
-            }
-            // One letter changed, one added, one dropped: no option.
-            let mut changed = word.as_bytes().to_vec();
-            changed[1] ^= 0x01;
-            assert_eq!(Accepts::RATE.find(&changed), None, "{word}");
-            assert_eq!(Accepts::RATE.find(format!("{word}S").as_bytes()), None, "{word}");
-            assert_eq!(Accepts::RATE.find(&word.as_bytes()[1..]), None, "{word}");
-        }
-        for token in [
-            "",
-            "M",
-            "AT-MOST",
-            "PEAK",
-            "WAIT ",
-            "BLOCK\0",
-            "5",
-            "\u{e9}\u{e9}",
-        ] {
-            assert_eq!(Accepts::RATE.find(token.as_bytes()), None, "{token:?}");
-        }
-        assert_eq!(Accepts::LEASE.find(b"force"), None);
-        assert_eq!(Accepts::LEASE.find(b"peek"), Some(Opt::Peek));
-    }
 
     #[test]
     fn integers_of_every_length_parse_exactly() {
@@ -606,7 +376,7 @@ mod tests {
 
     const SPEC: [Param; 2] = [number("limit", 1, MAX_LIMIT), duration("window")];
 
-    /// `params... [quantity] [MS] [PEEK]`, as the rate commands read the
+    /// `params... [quantity] [options]`, as the rate commands read the
     /// arguments after the key.
     fn parse<const N: usize>(
         command: &'static str,

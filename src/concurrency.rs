@@ -8,28 +8,57 @@
 //! RL.RENEW       key lease timeout [MS]
 //! ```
 
-use crate::args::{self, number, Accepts, Param};
+use crate::algorithms::{holder_of, LEASES};
+use crate::args;
 use crate::codec::concurrency::{decode, plan, LeaseView};
+use crate::command::Command;
+use crate::config;
 use crate::error::CommandError;
-use crate::registry::{self, Row};
+use crate::options::Accepts;
+use crate::param::{capped, duration, number, Param};
 use crate::reply::Reply;
-use crate::stats::Field;
+use crate::stats::{Field, Stats};
 use crate::store::{Content, Key, Keyspace, Write};
+use rl_core::bounds::MAX_LIMIT;
 use rl_core::concurrency::{release as release_lease, renew as renew_lease, MAX_TIMEOUT_MICROS};
 use rl_core::{Concurrency, Instant, LeaseUpdate, NoLeases, ParamError, TimeUnit};
 
 /// A lease id: a positive 64-bit integer.
 const LEASE: Param = number("lease", 1, i64::MAX as u64);
 /// A timeout: 1 to 10^9 s (10^12 ms with `MS`).
-const TIMEOUT: Param = args::duration("timeout");
+const TIMEOUT: Param = duration("timeout");
 
 const _: () = assert!(TIMEOUT.max == MAX_TIMEOUT_MICROS);
+
+/// `RL.CONCURRENCY`'s parameters. Memory grows with the leases held: the
+/// limit is capped by a module setting.
+pub const PARAMS: [Param; 2] = [
+    capped(number("limit", 1, MAX_LIMIT), config::CONCURRENCY_CAP),
+    TIMEOUT,
+];
+
+pub static RELEASE: Command = Command {
+    name: "rl.release",
+    stats: Stats::new(&[
+        (Field::Calls, "calls"),
+        (Field::Released, "released"),
+        (Field::Errors, "errors"),
+    ]),
+};
+
+pub static RENEW: Command = Command {
+    name: "rl.renew",
+    stats: Stats::new(&[
+        (Field::Calls, "calls"),
+        (Field::Renewed, "renewed"),
+        (Field::Errors, "errors"),
+    ]),
+};
 
 /// Read the key's leases and decide with `decide`, which returns what to
 /// answer and the update to store; the write is planned while the value is
 /// still borrowed.
 fn with_leases<K: Key + ?Sized, T>(
-    row: &Row,
     key: &mut K,
     decide: impl FnOnce(Option<&LeaseView<'_>>) -> (T, Option<LeaseUpdate>),
 ) -> Result<(T, Option<(Write, u64)>), CommandError> {
@@ -38,7 +67,7 @@ fn with_leases<K: Key + ?Sized, T>(
             Content::Empty => Ok(None),
             Content::String(bytes) => decode(bytes)
                 .map(Some)
-                .map_err(|problem| (problem, registry::holder_of(bytes))),
+                .map_err(|problem| (problem, holder_of(bytes))),
             Content::Other => return Err(CommandError::WrongType),
         };
         match state {
@@ -50,8 +79,7 @@ fn with_leases<K: Key + ?Sized, T>(
             Err(unreadable) => unreadable,
         }
     };
-    let command = registry::leases_row().map_or(row.name, |r| r.name);
-    Err(CommandError::state(key.name(), command, problem, holder))
+    Err(CommandError::state(key.name(), LEASES.name, problem, holder))
 }
 
 /// Write the planned update, and count the leases it found expired.
@@ -60,8 +88,8 @@ fn store<K: Key + ?Sized>(key: &mut K, write: Option<(Write, u64)>) -> bool {
         return false;
     };
     key.write(&write);
-    if let (true, Some(row)) = (expired > 0, registry::leases_row()) {
-        row.stats.add(Field::LeasesExpired, expired);
+    if expired > 0 {
+        LEASES.stats.add(Field::LeasesExpired, expired);
     }
     true
 }
@@ -69,18 +97,17 @@ fn store<K: Key + ?Sized>(key: &mut K, write: Option<(Write, u64)>) -> bool {
 /// `RL.CONCURRENCY key limit timeout [quantity] [MS] [PEEK]`: the five
 /// integers, then the lease (0 when none is taken: refused, a query, PEEK).
 pub fn acquire<S: Keyspace>(
-    row: &Row,
-    params: &[Param; 2],
+    command: &Command,
     args: &[&[u8]],
     now: Instant,
     keys: &S,
 ) -> Result<Reply, CommandError> {
-    let (numbers, options) = args::after_key(row.name, args, params.len(), Accepts::LEASE)?;
-    let [limit, timeout] = args::params(row.name, params, numbers, options.unit)?;
+    let (numbers, options) = args::after_key(command.name, args, PARAMS.len(), Accepts::LEASE)?;
+    let [limit, timeout] = args::params(command.name, &PARAMS, numbers, options.unit)?;
     let limiter = Concurrency::new(limit, timeout)
         .map_err(|ParamError::OutOfRange { name, min, max }| CommandError::BadNumber { name, min, max })?;
     let mut key = keys.open(1)?;
-    let (acquired, write) = with_leases(row, &mut key, |state| {
+    let (acquired, write) = with_leases(&mut key, |state| {
         let acquired = match state {
             Some(view) => limiter.acquire(view, now, options.quantity),
             None => limiter.acquire(&NoLeases, now, options.quantity),
@@ -99,44 +126,53 @@ pub fn acquire<S: Keyspace>(
 /// `RL.RELEASE key lease`: the units the lease held, or 0 for a lease that
 /// is unknown, already released or past its deadline.
 pub fn release<S: Keyspace>(
-    row: &Row,
+    command: &Command,
     args: &[&[u8]],
     now: Instant,
     keys: &S,
 ) -> Result<Reply, CommandError> {
     let [_, _, lease] = args else {
-        return Err(CommandError::WrongArity { command: row.name });
+        return Err(CommandError::WrongArity {
+            command: command.name,
+        });
     };
     let id = LEASE.parse(lease, TimeUnit::Seconds)?;
     let mut key = keys.open(1)?;
-    let (units, write) = with_leases(row, &mut key, |state| {
+    let (units, write) = with_leases(&mut key, |state| {
         match state.and_then(|view| release_lease(view, now, id)) {
             Some((units, update)) => (units, Some(update)),
             None => (0, None),
         }
     })?;
     if store(&mut key, write) {
-        row.stats.add(Field::Released, 1);
+        command.stats.add(Field::Released, 1);
     }
     Ok(Reply::Integer(i64::try_from(units).unwrap_or(i64::MAX)))
 }
 
 /// `RL.RENEW key lease timeout [MS]`: 1 when the live lease now ends at
 /// `now + timeout`, else 0 (and nothing changes).
-pub fn renew<S: Keyspace>(row: &Row, args: &[&[u8]], now: Instant, keys: &S) -> Result<Reply, CommandError> {
+pub fn renew<S: Keyspace>(
+    command: &Command,
+    args: &[&[u8]],
+    now: Instant,
+    keys: &S,
+) -> Result<Reply, CommandError> {
     let [_, _, lease, timeout, options @ ..] = args else {
-        return Err(CommandError::WrongArity { command: row.name });
+        return Err(CommandError::WrongArity {
+            command: command.name,
+        });
     };
-    let unit = args::unit_only(row.name, options)?;
+    let unit = args::unit_only(command.name, options)?;
     let id = LEASE.parse(lease, TimeUnit::Seconds)?;
     let timeout = TIMEOUT.parse(timeout, unit)?;
     let mut key = keys.open(1)?;
-    let ((), write) = with_leases(row, &mut key, |state| {
+    let ((), write) = with_leases(&mut key, |state| {
         ((), state.and_then(|view| renew_lease(view, now, id, timeout)))
     })?;
     let renewed = store(&mut key, write);
     if renewed {
-        row.stats.add(Field::Renewed, 1);
+        command.stats.add(Field::Renewed, 1);
     }
     Ok(Reply::Integer(i64::from(renewed)))
 }

@@ -1,8 +1,8 @@
 //! Module settings: `CONFIG GET/SET ratelimit.<name>`, or `loadmodule` arguments.
 
-use crate::args::Cap;
 use crate::decimal;
 use crate::error::printable;
+use crate::param::Cap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 /// Default of `ratelimit.sliding_log_max_limit`.

@@ -2,7 +2,8 @@
 //! hints, built from the registry (the server's structures are filled from
 //! it when the module loads).
 
-use crate::args::{Accepts, Opt, Param};
+use crate::options::{Accepts, Opt};
+use crate::param::Param;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArgKind {

@@ -1,7 +1,7 @@
 //! The one table of error replies. Every message starts with `ERR` (or is
 //! Redis's own `WRONGTYPE`) and names the argument or key at fault.
 
-use crate::args::{Accepts, Opt};
+use crate::options::{Accepts, Opt};
 use rl_core::bounds::MAX_HELD;
 use std::fmt;
 
@@ -73,9 +73,10 @@ pub enum CommandError {
         command: &'static str,
         holder: &'static str,
     },
-    /// A wait (`Mode::Wait`) asked of an algorithm that cannot reserve (`command`: its own
-    /// command).
-    CannotWait { command: &'static str },
+    /// A wait (`Mode::Wait`) asked of an algorithm that cannot reserve
+    /// (`command`: its own command); `takers`: the commands whose
+    /// algorithms can, as a sentence.
+    CannotWait { command: &'static str, takers: String },
     /// A forced request that would leave the key's limiter holding more
     /// than the most a limiter may.
     Overdrawn { key: String },
@@ -201,15 +202,7 @@ impl fmt::Display for CommandError {
                 holder.to_ascii_uppercase(),
                 command.to_ascii_uppercase()
             ),
-            CommandError::CannotWait { command } => {
-                let takers: Vec<String> = crate::registry::rates()
-                    .filter(|(_, rate)| rate.reserves())
-                    .map(|(row, _)| row.name.to_ascii_uppercase())
-                    .collect();
-                let takers = match takers.split_last() {
-                    Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
-                    _ => takers.join(""),
-                };
+            CommandError::CannotWait { command, takers } => {
                 write!(
                     f,
                     "ERR {} does not work with {}: a window cannot hold a later window's requests ({} works with {takers})",

@@ -7,9 +7,12 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod algorithms;
 mod all;
 mod args;
+mod cl_throttle;
 mod codec;
+mod command;
 mod concurrency;
 mod config;
 mod decimal;
@@ -17,6 +20,8 @@ mod docs;
 mod error;
 #[cfg(test)]
 mod memory;
+mod options;
+mod param;
 #[cfg(test)]
 mod pipeline_tests;
 mod rate;

@@ -17,7 +17,7 @@ fn call(memory: &mut Memory, now: u64, args: &[&str]) -> Result<Reply, CommandEr
     memory.command(&args);
     let row = registry::COMMANDS
         .iter()
-        .find(|row| row.name.as_bytes().eq_ignore_ascii_case(args[0]))
+        .find(|row| row.command.name.as_bytes().eq_ignore_ascii_case(args[0]))
         .expect("a command");
     registry::run(row, &args, Instant::from_micros(now), memory)
 }
@@ -230,14 +230,19 @@ fn a_clock_that_steps_back_admits_nothing_extra() {
     assert_eq!(five(&mut m, T0 + 100 * SEC, &gcra), [0, 2, 1, -1, 10]);
     assert_eq!(five(&mut m, T0 + 50 * SEC, &gcra), [1, 2, 0, 50, 60]);
     assert_eq!(five(&mut m, T0 + 100 * SEC, &gcra), [0, 2, 0, -1, 20]);
-    // The sliding log logs a unit no earlier than its newest entry.
+    // The sliding log logs a unit at its own instant, before the entry
+    // from the future, which counts and stays the newest.
     let log = ["RL.SLIDING_LOG", "l", "2", "10"];
     assert_eq!(five(&mut m, T0 + 100 * SEC, &log), [0, 2, 1, -1, 10]);
     assert_eq!(five(&mut m, T0 + 90 * SEC, &log), [0, 2, 0, -1, 20]);
     let Some(Value::String(value)) = m.get(b"l").map(|e| e.value) else {
         panic!("no log");
     };
-    assert_eq!(&value[5..], &[(T0 + 100 * SEC).to_le_bytes(); 2].concat()[..]);
+    let both = [(T0 + 90 * SEC).to_le_bytes(), (T0 + 100 * SEC).to_le_bytes()];
+    assert_eq!(&value[5..], &both.concat()[..]);
+    assert_eq!(five(&mut m, T0 + 95 * SEC, &log), [1, 2, 0, 5, 15]);
+    // Its own window over, the earlier one is out.
+    assert_eq!(five(&mut m, T0 + 100 * SEC, &log), [0, 2, 0, -1, 10]);
     // A fixed window written in a later window stays in force.
     let fixed = ["RL.FIXED", "f", "1", "10"];
     assert_eq!(five(&mut m, T0 + 100 * SEC, &fixed), [0, 1, 0, -1, 10]);
@@ -330,6 +335,42 @@ fn all_decides_every_limit_at_once_and_writes_only_when_all_allow() {
     five(&mut alone, T0, &["RL.FIXED", "m", "5", "60", "3"]);
     five(&mut alone, T0 + 10 * SEC, &["RL.FIXED", "m", "5", "60", "2"]);
     assert_eq!(m.get(b"m"), alone.get(b"m"));
+}
+
+/// RL.ALL records a reservation at the latest of every limit's earliest
+/// instant, so a limit may hold one with room before it: units taken and
+/// granted there alone are logged at their own instant, and leave the
+/// window before the reservation does.
+#[test]
+fn units_taken_before_a_reservation_of_all_are_logged_now() {
+    let mut m = Memory::default();
+    assert_eq!(
+        five(&mut m, T0, &["RL.SLIDING_LOG", "b", "1", "10"]),
+        [0, 1, 0, -1, 10]
+    );
+    let both = [
+        "RL.ALL",
+        "2",
+        "a",
+        "b",
+        "SLIDING_LOG",
+        "5",
+        "10",
+        "SLIDING_LOG",
+        "1",
+        "10",
+        "WAIT",
+        "20",
+    ];
+    assert_eq!(six(&mut m, T0, &both), [0, 1, 0, 10, 20, 2]);
+    let a = ["RL.SLIDING_LOG", "a", "5", "10"];
+    assert_eq!(five(&mut m, T0 + SEC, &a), [0, 5, 3, -1, 19]);
+    assert_eq!(
+        six(&mut m, T0 + SEC, &with(&a, &["9", "AT_MOST"])),
+        [0, 5, 0, -1, 19, 3]
+    );
+    // Ten seconds on, only the reservation counts.
+    assert_eq!(five(&mut m, T0 + 11 * SEC, &with(&a, &["0"])), [0, 5, 4, -1, 9]);
 }
 
 #[test]

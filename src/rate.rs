@@ -1,26 +1,20 @@
 //! The pipeline of the rate commands: arguments in, one key read, one pure
 //! decision, at most one write, the reply out. The five algorithms differ
-//! only in their parameter table, core limiter and codec.
+//! only in their parameter table, core limiter and codec (`algorithms`).
 
-use crate::args::{self, Accepts, Options, Param};
+use crate::args::{self, Options};
 use crate::codec::frame::Frame;
 use crate::codec::{ChangeOf, Codec, RefundOf, StateOf};
+use crate::command::Command;
 use crate::config;
 use crate::error::{printable, CommandError};
-use crate::registry::{self, Row};
+use crate::options::Accepts;
+use crate::param::Param;
 use crate::reply::Reply;
 use crate::stats::Field;
 use crate::store::{Content, Key, Keyspace, Write};
 use rl_core::request::Joint;
-use rl_core::{request, Decision, Effect, Giveback, Instant, Limiter, Mode, Overdrawn, ParamError};
-
-/// A rate algorithm as a command: its parameters, and how they build its
-/// limiter (the builder takes exactly as many numbers as the table names:
-/// another count does not compile).
-pub struct Algorithm<C: Codec, const N: usize> {
-    pub params: [Param; N],
-    pub build: fn([u64; N]) -> Result<C::Limiter, ParamError>,
-}
+use rl_core::{request, Decision, Effect, Giveback, Instant, Mode, Overdrawn};
 
 /// What deciding one limit gives: the decision, and the write that stores
 /// it (none for a query, `PEEK`, or a refusal that starts no block). Filled
@@ -43,18 +37,18 @@ pub struct Judged {
 
 impl Judged {
     /// Write it to `key`, if there is anything to write, and count in `INFO`
-    /// the sliding log's entries (in `log_row`, the algorithm's own) and a
-    /// block started (in `row`, the command's). Whether it wrote.
-    pub fn store(&self, row: &Row, log_row: &Row, key: &mut dyn Key) -> bool {
+    /// the sliding log's entries (in `algorithm`, its own command) and a
+    /// block started (in `command`, the command called). Whether it wrote.
+    pub fn store(&self, command: &Command, algorithm: &Command, key: &mut dyn Key) -> bool {
         let Some(write) = &self.write else {
             return false;
         };
         key.write(write);
         if self.logged > 0 {
-            log_row.stats.add(Field::EntriesWritten, self.logged);
+            algorithm.stats.add(Field::EntriesWritten, self.logged);
         }
         if self.decision.blocked {
-            row.stats.add(Field::Blocks, 1);
+            command.stats.add(Field::Blocks, 1);
         }
         true
     }
@@ -63,20 +57,19 @@ impl Judged {
 /// A rate algorithm, whatever its parameters and state: what the registry,
 /// the rate commands, alone or several at once, see of it.
 pub trait Rate: Sync {
+    /// Its own command: its name for messages, its counters.
+    fn command(&self) -> &Command;
+
     fn params(&self) -> &[Param];
 
     /// Decide a request on `key` with the limiter `params` describe (exactly
     /// `params().len()` of them, durations in `options.unit`), and plan its
     /// write. Nothing is written: a caller judging several keys writes none
-    /// unless every one allows. `row` is the algorithm's own command, for
-    /// messages.
-    /// `joint`: what the other limits of the request decided, when they
-    /// all allow it (see `rl_core::request::Joint`). The judgement goes in
-    /// `judged`.
-    #[allow(clippy::too_many_arguments)]
+    /// unless every one allows. `joint`: what the other limits of the
+    /// request decided, when they all allow it (see
+    /// `rl_core::request::Joint`). The judgement goes in `judged`.
     fn judge(
         &self,
-        row: &Row,
         params: &[&[u8]],
         options: &Options,
         joint: Joint,
@@ -93,59 +86,25 @@ pub trait Rate: Sync {
     fn reserves(&self) -> bool;
 }
 
-impl<C: Codec, const N: usize> Rate for Algorithm<C, N> {
-    fn params(&self) -> &[Param] {
-        &self.params
-    }
-
-    fn judge(
-        &self,
-        row: &Row,
-        params: &[&[u8]],
-        options: &Options,
-        joint: Joint,
-        now: Instant,
-        key: &mut dyn Key,
-        judged: &mut Judged,
-    ) -> Result<(), CommandError> {
-        if matches!(options.mode, Mode::Wait(_)) && !self.reserves() {
-            return Err(CommandError::CannotWait { command: row.name });
-        }
-        let numbers = args::params(row.name, &self.params, params, options.unit)?;
-        let limiter = (self.build)(numbers).map_err(|ParamError::OutOfRange { name, min, max }| {
-            CommandError::BadNumber { name, min, max }
-        })?;
-        judge::<C>(row, &limiter, options, joint, now, key, judged)
-    }
-
-    fn holds(&self, bytes: &[u8]) -> bool {
-        bytes.first().is_some_and(|tag| C::TAGS.contains(tag)) && C::decode(bytes).is_ok()
-    }
-
-    fn reserves(&self) -> bool {
-        <C::Limiter as Limiter>::RESERVES
-    }
-}
-
-/// `row.name key params... [quantity] [options]`: `args[0]` is the
-/// command's name, `args[1]` the key.
+/// A rate command: `args[0]` is its name, `args[1]` the key, then the
+/// algorithm's parameters and the options.
 pub fn command<S: Keyspace>(
-    row: &Row,
     rate: &dyn Rate,
     args: &[&[u8]],
     now: Instant,
     keys: &S,
 ) -> Result<Reply, CommandError> {
-    let (params, options) = args::after_key(row.name, args, rate.params().len(), Accepts::RATE)?;
+    let command = rate.command();
+    let (params, options) = args::after_key(command.name, args, rate.params().len(), Accepts::RATE)?;
     let mut key = keys.open(1)?;
     let mut judged = Judged::default();
-    rate.judge(row, params, &options, Joint::Alone, now, &mut key, &mut judged)?;
+    rate.judge(params, &options, Joint::Alone, now, &mut key, &mut judged)?;
     let mut reply = Reply::five(&judged.decision, options.unit);
     if options.mode == Mode::AtMost {
         reply = reply.and(i64::try_from(judged.granted).unwrap_or(i64::MAX));
     }
-    Ok(settle(row, &options, reply, judged.granted, || {
-        judged.store(row, row, &mut key)
+    Ok(settle(command, &options, reply, judged.granted, || {
+        judged.store(command, command, &mut key)
     }))
 }
 
@@ -154,7 +113,7 @@ pub fn command<S: Keyspace>(
 /// request is refused under the shadow switch, which records nothing and
 /// answers it as allowed; count the units a refund gave back.
 pub fn settle(
-    row: &Row,
+    command: &Command,
     options: &Options,
     reply: Reply,
     granted: u64,
@@ -173,29 +132,33 @@ pub fn settle(
     }
     match options.mode {
         Mode::Refund => {
-            row.stats.add(Field::Refunded, options.quantity);
+            command.stats.add(Field::Refunded, options.quantity);
             return reply.refund();
         }
-        Mode::Force => row.stats.add(Field::Forced, options.quantity),
+        Mode::Force => command.stats.add(Field::Forced, options.quantity),
         // A reservation: allowed, with a wait before the work.
         Mode::Wait(_) if reply.fields().get(3).is_some_and(|&wait| wait > 0) => {
-            row.stats.add(Field::Reserved, 1)
+            command.stats.add(Field::Reserved, 1)
         }
-        Mode::AtMost => row.stats.add(Field::Granted, granted),
+        Mode::AtMost => command.stats.add(Field::Granted, granted),
         Mode::Take | Mode::Wait(_) => {}
     }
     reply
 }
 
 /// Decide a request on `key` with `limiter`, and plan its write.
-fn judge<C: Codec>(
-    row: &Row,
+/// `command`: the algorithm's own, for messages; `holder_of`: which
+/// command's state a value is that this algorithm cannot read.
+#[allow(clippy::too_many_arguments)]
+pub fn judge<C: Codec>(
+    command: &'static str,
     limiter: &C::Limiter,
     options: &Options,
     joint: Joint,
     now: Instant,
     key: &mut dyn Key,
     judged: &mut Judged,
+    holder_of: fn(&[u8]) -> Option<&'static str>,
 ) -> Result<(), CommandError> {
     let fault = {
         let read = match key.read() {
@@ -207,7 +170,7 @@ fn judge<C: Codec>(
                     .map(|state| (frame, Some(state)))
                     // Which algorithm's state it is instead, only on the
                     // error path.
-                    .map_err(|problem| Fault::Unreadable(problem, registry::holder_of(frame.state))),
+                    .map_err(|problem| Fault::Unreadable(problem, holder_of(frame.state))),
                 Err(problem) => Err(Fault::Unreadable(problem, None)),
             },
             Content::Other => return Err(CommandError::WrongType),
@@ -233,7 +196,7 @@ fn judge<C: Codec>(
         }
     };
     Err(match fault {
-        Fault::Unreadable(problem, holder) => CommandError::state(key.name(), row.name, problem, holder),
+        Fault::Unreadable(problem, holder) => CommandError::state(key.name(), command, problem, holder),
         Fault::Overdrawn => CommandError::Overdrawn {
             key: printable(key.name()),
         },

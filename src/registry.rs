@@ -1,27 +1,27 @@
 //! The module's commands: one row each. Registration, `COMMAND DOCS`, ACL
 //! categories and `INFO` all iterate this table.
 //!
-//! A rate algorithm is one core file, one codec file and one row here.
+//! A rate algorithm is one core file, one codec file and one row of
+//! `algorithms`; its command's row here follows from it.
 
+use crate::algorithms::{self, LEASES, RATES};
 use crate::all;
-use crate::args::{capped, Accepts, Param};
-use crate::args::{duration, number};
-use crate::codec::{FixedWindowCodec, GcraCodec, SlidingCounterCodec, SlidingLogCodec, TokenBucketCodec};
+use crate::cl_throttle;
+use crate::command::Command;
 use crate::concurrency;
 use crate::config;
 use crate::docs::{self, DocArg};
-use crate::error::{printable, CommandError};
-use crate::rate::{self, Algorithm, Rate};
+use crate::error::CommandError;
+use crate::options::Accepts;
+use crate::rate::{self, Rate};
 use crate::reply::Reply;
-use crate::stats::{Field, Stats, CALLS, RATE};
 use crate::store::Keyspace;
-use rl_core::bounds::{MAX_BURST, MAX_LIMIT};
-use rl_core::{FixedWindow, Gcra, Instant, SlidingCounter, SlidingLog, TokenBucket};
+use rl_core::Instant;
 
 /// One command.
 pub struct Row {
-    /// Lower case, as `COMMAND` lists it.
-    pub name: &'static str,
+    /// Its name and `INFO` counters, which its pipeline owns.
+    pub command: &'static Command,
     pub summary: &'static str,
     pub complexity: &'static str,
     /// `RedisModule_CreateCommand`'s flags.
@@ -32,7 +32,6 @@ pub struct Row {
     pub kind: Kind,
     /// Its `INFO ratelimit` fields are named `<info>_<field>`.
     pub info: &'static str,
-    pub stats: Stats,
     /// Whether the command is registered (`CL.THROTTLE` only when asked for).
     pub enabled: fn() -> bool,
 }
@@ -48,19 +47,17 @@ pub enum Keys {
 
 /// How a command runs.
 pub enum Kind {
-    /// `name key params... [quantity] [MS] [PEEK] [REFUND]` with a rate
-    /// algorithm.
+    /// `name key params... [quantity] [options]` with a rate algorithm.
     Rate(&'static dyn Rate),
     /// redis-cell's `CL.THROTTLE`: `RL.GCRA` with redis-cell's grammar.
     ClThrottle,
     /// `RL.ALL`: several rate limits, one decision.
     All,
-    /// `name key limit timeout [quantity] [MS] [PEEK]`: a lease on work in
-    /// flight.
-    Concurrency(&'static [Param; 2]),
-    /// `name key lease`: a lease given back.
+    /// A lease on work in flight, taken.
+    Concurrency,
+    /// A lease given back.
     Release,
-    /// `name key lease timeout [MS]`: a lease given a new deadline.
+    /// A lease given a new deadline.
     Renew,
 }
 
@@ -73,7 +70,7 @@ impl Row {
             Kind::ClThrottle => -5,
             // The name, numkeys, a key, an algorithm and its parameters.
             Kind::All => -6,
-            Kind::Concurrency(params) => -(2 + params.len() as i32),
+            Kind::Concurrency => -(2 + concurrency::PARAMS.len() as i32),
             Kind::Release => 3,
             Kind::Renew => -4,
         }
@@ -83,11 +80,12 @@ impl Row {
         match &self.kind {
             Kind::Rate(rate) => docs::rate(rate.params(), Accepts::RATE),
             // No options: the key, the parameters, the quantity.
-            Kind::ClThrottle => docs::rate(&GCRA.params, Accepts(&[])),
+            Kind::ClThrottle => docs::rate(&algorithms::GCRA.params, Accepts(&[])),
             Kind::All => {
-                let algorithms = rates()
-                    .map(|(row, rate)| {
-                        let name = all::algorithm(row);
+                let algorithms = RATES
+                    .iter()
+                    .map(|rate| {
+                        let name = algorithms::word(*rate);
                         let token = Some(name.to_ascii_uppercase());
                         docs::block(name, token, docs::params(rate.params()).collect())
                     })
@@ -101,7 +99,7 @@ impl Row {
                 .chain(docs::options(Accepts::RATE))
                 .collect()
             }
-            Kind::Concurrency(params) => docs::rate(params.as_slice(), Accepts::LEASE),
+            Kind::Concurrency => docs::rate(&concurrency::PARAMS, Accepts::LEASE),
             Kind::Release => vec![DocArg::key("key"), DocArg::integer("lease")],
             Kind::Renew => [
                 DocArg::key("key"),
@@ -127,128 +125,82 @@ pub fn key_positions(row: &Row, args: &[&[u8]]) -> std::ops::Range<usize> {
 
 /// Run `row` on `args` (`args[0]` is the command's name) at `now`.
 pub fn run<S: Keyspace>(row: &Row, args: &[&[u8]], now: Instant, keys: &S) -> Result<Reply, CommandError> {
+    let command = row.command;
     match row.kind {
-        Kind::Rate(rate) => rate::command(row, rate, args, now, keys),
-        Kind::ClThrottle => cl_throttle(row, args, now, keys),
-        Kind::All => all::command(row, args, now, keys),
-        Kind::Concurrency(params) => concurrency::acquire(row, params, args, now, keys),
-        Kind::Release => concurrency::release(row, args, now, keys),
-        Kind::Renew => concurrency::renew(row, args, now, keys),
+        Kind::Rate(rate) => rate::command(rate, args, now, keys),
+        Kind::ClThrottle => cl_throttle::command(command, args, now, keys),
+        Kind::All => all::command(command, args, now, keys),
+        Kind::Concurrency => concurrency::acquire(command, args, now, keys),
+        Kind::Release => concurrency::release(command, args, now, keys),
+        Kind::Renew => concurrency::renew(command, args, now, keys),
     }
 }
 
 const WRITE: &str = "write deny-oom fast";
 const CATEGORIES: &str = "write fast ratelimit";
-const RATE_STATS: &[(Field, &str)] = &RATE;
 const fn always() -> bool {
     true
 }
 
-const GCRA: Algorithm<GcraCodec, 3> = Algorithm {
-    params: [
-        number("max_burst", 0, MAX_BURST),
-        number("count", 1, MAX_LIMIT),
-        duration("period"),
-    ],
-    build: |[max_burst, count, period]| Gcra::new(max_burst, count, period),
-};
+/// The row of a rate algorithm's own command.
+const fn rate_row(
+    rate: &'static dyn Rate,
+    command: &'static Command,
+    info: &'static str,
+    summary: &'static str,
+    complexity: &'static str,
+) -> Row {
+    Row {
+        command,
+        summary,
+        complexity,
+        flags: WRITE,
+        categories: CATEGORIES,
+        keys: Keys::First,
+        kind: Kind::Rate(rate),
+        info,
+        enabled: always,
+    }
+}
 
 pub static COMMANDS: [Row; 10] = [
+    rate_row(
+        &algorithms::GCRA,
+        &algorithms::GCRA.command,
+        "gcra",
+        "Rate limit with GCRA (as redis-cell): count per period, bursts of max_burst + 1",
+        "O(1)",
+    ),
+    rate_row(
+        &algorithms::TOKEN_BUCKET,
+        &algorithms::TOKEN_BUCKET.command,
+        "token_bucket",
+        "Rate limit with a token bucket of capacity tokens, refill_count per refill_period",
+        "O(1)",
+    ),
+    rate_row(
+        &algorithms::FIXED,
+        &algorithms::FIXED.command,
+        "fixed",
+        "Rate limit with a fixed window: at most limit units per epoch-aligned window",
+        "O(1)",
+    ),
+    rate_row(
+        &algorithms::SLIDING_LOG,
+        &algorithms::SLIDING_LOG.command,
+        "sliding_log",
+        "Rate limit with a sliding log: at most limit units in any window, exactly",
+        "O(log N) where N is the limit; O(Q) to record Q units",
+    ),
+    rate_row(
+        &algorithms::SLIDING_COUNTER,
+        &algorithms::SLIDING_COUNTER.command,
+        "sliding_counter",
+        "Rate limit with a sliding counter: the two-window estimate of a sliding window",
+        "O(1)",
+    ),
     Row {
-        name: "rl.gcra",
-        summary: "Rate limit with GCRA (as redis-cell): count per period, bursts of max_burst + 1",
-        complexity: "O(1)",
-        flags: WRITE,
-        categories: CATEGORIES,
-        keys: Keys::First,
-        kind: Kind::Rate(&GCRA),
-        info: "gcra",
-        stats: Stats::new(RATE_STATS),
-        enabled: always,
-    },
-    Row {
-        name: "rl.token_bucket",
-        summary: "Rate limit with a token bucket of capacity tokens, refill_count per refill_period",
-        complexity: "O(1)",
-        flags: WRITE,
-        categories: CATEGORIES,
-        keys: Keys::First,
-        kind: Kind::Rate(&Algorithm::<TokenBucketCodec, 3> {
-            params: [
-                number("capacity", 1, MAX_LIMIT),
-                number("refill_count", 1, MAX_LIMIT),
-                duration("refill_period"),
-            ],
-            build: |[capacity, count, period]| TokenBucket::new(capacity, count, period),
-        }),
-        info: "token_bucket",
-        stats: Stats::new(RATE_STATS),
-        enabled: always,
-    },
-    Row {
-        name: "rl.fixed",
-        summary: "Rate limit with a fixed window: at most limit units per epoch-aligned window",
-        complexity: "O(1)",
-        flags: WRITE,
-        categories: CATEGORIES,
-        keys: Keys::First,
-        kind: Kind::Rate(&Algorithm::<FixedWindowCodec, 2> {
-            params: [number("limit", 1, MAX_LIMIT), duration("window")],
-            build: |[limit, window]| FixedWindow::new(limit, window),
-        }),
-        info: "fixed",
-        stats: Stats::new(RATE_STATS),
-        enabled: always,
-    },
-    Row {
-        name: "rl.sliding_log",
-        summary: "Rate limit with a sliding log: at most limit units in any window, exactly",
-        complexity: "O(log N) where N is the limit; O(Q) to record Q units",
-        flags: WRITE,
-        categories: CATEGORIES,
-        keys: Keys::First,
-        kind: Kind::Rate(&Algorithm::<SlidingLogCodec, 2> {
-            // Memory grows with the limit: capped by a module setting.
-            params: [
-                capped(number("limit", 1, MAX_LIMIT), config::SLIDING_LOG_CAP),
-                duration("window"),
-            ],
-            build: |[limit, window]| SlidingLog::new(limit, window),
-        }),
-        info: "sliding_log",
-        stats: Stats::new(&[
-            RATE[0],
-            RATE[1],
-            RATE[2],
-            RATE[3],
-            RATE[4],
-            RATE[5],
-            RATE[6],
-            RATE[7],
-            RATE[8],
-            RATE[9],
-            RATE[10],
-            (Field::EntriesWritten, "entries_written"),
-        ]),
-        enabled: always,
-    },
-    Row {
-        name: "rl.sliding_counter",
-        summary: "Rate limit with a sliding counter: the two-window estimate of a sliding window",
-        complexity: "O(1)",
-        flags: WRITE,
-        categories: CATEGORIES,
-        keys: Keys::First,
-        kind: Kind::Rate(&Algorithm::<SlidingCounterCodec, 2> {
-            params: [number("limit", 1, MAX_LIMIT), duration("window")],
-            build: |[limit, window]| SlidingCounter::new(limit, window),
-        }),
-        info: "sliding_counter",
-        stats: Stats::new(RATE_STATS),
-        enabled: always,
-    },
-    Row {
-        name: "rl.all",
+        command: &all::ALL,
         summary:
             "Decide several rate limits at once: allowed only if every limit allows, and only then counted",
         complexity: "O(N) where N is the number of keys, plus each limit's own",
@@ -257,33 +209,21 @@ pub static COMMANDS: [Row; 10] = [
         keys: Keys::Counted,
         kind: Kind::All,
         info: "all",
-        stats: Stats::new(RATE_STATS),
         enabled: always,
     },
     Row {
-        name: "rl.concurrency",
+        command: &LEASES,
         summary: "Take a lease of quantity units of work in flight, held until released or for timeout: at most limit units at once",
         complexity: "O(N) where N is the number of leases held",
         flags: WRITE,
         categories: CATEGORIES,
         keys: Keys::First,
-        kind: Kind::Concurrency(&[
-            // Memory grows with the leases held: capped by a module setting.
-            capped(number("limit", 1, MAX_LIMIT), config::CONCURRENCY_CAP),
-            duration("timeout"),
-        ]),
+        kind: Kind::Concurrency,
         info: "concurrency",
-        stats: Stats::new(&[
-            (Field::Calls, "calls"),
-            (Field::Allowed, "acquired"),
-            (Field::Refused, "refused"),
-            (Field::Errors, "errors"),
-            (Field::LeasesExpired, "expired"),
-        ]),
         enabled: always,
     },
     Row {
-        name: "rl.release",
+        command: &concurrency::RELEASE,
         summary: "Release a lease taken with RL.CONCURRENCY: the units it held, 0 if it had ended",
         complexity: "O(N) where N is the number of leases held",
         flags: WRITE,
@@ -291,15 +231,10 @@ pub static COMMANDS: [Row; 10] = [
         keys: Keys::First,
         kind: Kind::Release,
         info: "release",
-        stats: Stats::new(&[
-            (Field::Calls, "calls"),
-            (Field::Released, "released"),
-            (Field::Errors, "errors"),
-        ]),
         enabled: always,
     },
     Row {
-        name: "rl.renew",
+        command: &concurrency::RENEW,
         summary: "Move a live lease's deadline to timeout from now: 1, or 0 if it had ended",
         complexity: "O(N) where N is the number of leases held",
         flags: WRITE,
@@ -307,15 +242,10 @@ pub static COMMANDS: [Row; 10] = [
         keys: Keys::First,
         kind: Kind::Renew,
         info: "renew",
-        stats: Stats::new(&[
-            (Field::Calls, "calls"),
-            (Field::Renewed, "renewed"),
-            (Field::Errors, "errors"),
-        ]),
         enabled: always,
     },
     Row {
-        name: "cl.throttle",
+        command: &cl_throttle::CL_THROTTLE,
         summary: "redis-cell's command: RL.GCRA with redis-cell's grammar (no options)",
         complexity: "O(1)",
         flags: WRITE,
@@ -323,77 +253,6 @@ pub static COMMANDS: [Row; 10] = [
         keys: Keys::First,
         kind: Kind::ClThrottle,
         info: "cl_throttle",
-        stats: Stats::new(&[
-            CALLS[0],
-            CALLS[1],
-            CALLS[2],
-            CALLS[3],
-            (Field::ShadowRefused, "shadow_refused"),
-        ]),
         enabled: config::cl_throttle_enabled,
     },
 ];
-
-/// The rows of the rate algorithms: (row, algorithm).
-pub fn rates() -> impl Iterator<Item = (&'static Row, &'static dyn Rate)> {
-    COMMANDS.iter().filter_map(|row| match row.kind {
-        Kind::Rate(rate) => Some((row, rate)),
-        _ => None,
-    })
-}
-
-/// The command whose algorithm's state `bytes` hold, as their first byte
-/// (each algorithm's own) and their shape tell: for the error of another
-/// command on that key.
-pub fn holder_of(bytes: &[u8]) -> Option<&'static str> {
-    COMMANDS.iter().find_map(|row| {
-        let holds = match row.kind {
-            Kind::Rate(rate) => rate.holds(bytes),
-            Kind::Concurrency(_) => crate::codec::concurrency::holds(bytes),
-            _ => false,
-        };
-        holds.then_some(row.name)
-    })
-}
-
-/// The row of `RL.CONCURRENCY`, whose `INFO` counts every lease expiry
-/// and whose name the leases' errors use.
-pub fn leases_row() -> Option<&'static Row> {
-    COMMANDS
-        .iter()
-        .find(|row| matches!(row.kind, Kind::Concurrency(_)))
-}
-
-/// `CL.THROTTLE key max_burst count period [quantity]`, exactly: `RL.GCRA`
-/// with redis-cell's grammar. An option where `quantity` or after it stands
-/// is named in the error, whatever the argument count.
-fn cl_throttle<S: Keyspace>(
-    row: &Row,
-    args: &[&[u8]],
-    now: Instant,
-    keys: &S,
-) -> Result<Reply, CommandError> {
-    let arity = CommandError::WrongArity { command: row.name };
-    if args.len() < 5 {
-        return Err(arity);
-    }
-    // The same limiter, state and messages as RL.GCRA.
-    let (gcra, _) = rates()
-        .find(|(r, _)| r.name == "rl.gcra")
-        .ok_or(CommandError::Internal)?;
-    if let Some(option) = args[5..]
-        .iter()
-        .find(|a| a.first().is_some_and(u8::is_ascii_alphabetic))
-    {
-        return Err(CommandError::NoOptions {
-            command: row.name,
-            token: printable(option),
-            instead: gcra.name,
-            accepts: Accepts::RATE,
-        });
-    }
-    if args.len() > 6 {
-        return Err(arity);
-    }
-    rate::command(gcra, &GCRA, args, now, keys)
-}

@@ -1,6 +1,6 @@
 //! Counters for `INFO ratelimit`: every command counts its calls and how
 //! they ended; some count more (units refunded, log entries written, ...).
-//! Each command's counters live in its registry row.
+//! Each command's counters live in its `Command`, which its pipeline owns.
 
 use crate::reply::Outcome;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

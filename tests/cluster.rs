@@ -59,14 +59,14 @@ fn every_command_routes_and_runs_in_a_cluster() {
         for &(name, params) in &commands {
             let key = format!("{}:user:{i}", name.to_lowercase());
             for expected_remaining in (0..SAMPLE_LIMIT).rev() {
-                let reply: Reply = redis::cmd(name).arg(&key).arg(params).query(&mut c).unwrap();
+                let reply: Reply = common::command(name).arg(&key).arg(params).query(&mut c).unwrap();
                 assert_eq!(
                     reply.counts(),
                     (false, SAMPLE_LIMIT, expected_remaining),
                     "{name} {key}"
                 );
             }
-            let reply: Reply = redis::cmd(name).arg(&key).arg(params).query(&mut c).unwrap();
+            let reply: Reply = common::command(name).arg(&key).arg(params).query(&mut c).unwrap();
             assert_eq!(reply.counts(), (true, SAMPLE_LIMIT, 0), "{name} {key}");
         }
     }
@@ -87,7 +87,7 @@ fn every_command_routes_and_runs_in_a_cluster() {
     for i in 0..20 {
         for &(name, params) in &commands {
             let key = format!("{}:user:{i}", name.to_lowercase());
-            let blocked: Reply = redis::cmd(name)
+            let blocked: Reply = common::command(name)
                 .arg(&key)
                 .arg(params)
                 .arg(&["BLOCK", "600"])
@@ -97,7 +97,7 @@ fn every_command_routes_and_runs_in_a_cluster() {
             assert!(blocked.retry_after >= 600, "{name} {key}: {blocked:?}");
             let value: Vec<u8> = redis::cmd("GET").arg(&key).query(&mut c).unwrap();
             assert_eq!(value[0], b'B', "{name} {key}");
-            let again: Reply = redis::cmd(name)
+            let again: Reply = common::command(name)
                 .arg(&key)
                 .arg(params)
                 .arg("0")
@@ -114,7 +114,7 @@ fn every_command_routes_and_runs_in_a_cluster() {
     for i in 0..20 {
         let key = format!("paced:{i}");
         let call = |extra: &[&str]| {
-            let mut call = redis::cmd("RL.GCRA");
+            let mut call = common::command("RL.GCRA");
             call.arg(&key).arg(&["0", "1", "1"]).arg(extra);
             call
         };
@@ -132,7 +132,7 @@ fn every_command_routes_and_runs_in_a_cluster() {
     // One user's limiters kept together with a hash tag.
     for &(name, params) in &commands {
         let key = format!("{{user:42}}:{}", name.to_lowercase());
-        let reply: Reply = redis::cmd(name).arg(&key).arg(params).query(&mut c).unwrap();
+        let reply: Reply = common::command(name).arg(&key).arg(params).query(&mut c).unwrap();
         assert_eq!(reply.counts(), (false, SAMPLE_LIMIT, SAMPLE_LIMIT - 1), "{name}");
     }
     let slot: i64 = redis::cmd("CLUSTER")
@@ -153,7 +153,10 @@ fn every_command_routes_and_runs_in_a_cluster() {
     let mut direct = nodes[0].client();
     for &(name, params) in &commands {
         let mut getkeys = redis::cmd("COMMAND");
-        getkeys.arg("GETKEYS").arg(name).arg("some:key").arg(params);
+        getkeys
+            .arg("GETKEYS")
+            .arg(common::translate(&[name, "some:key"]))
+            .arg(params);
         let keys: Vec<String> = getkeys.query(&mut direct).unwrap();
         assert_eq!(keys, vec!["some:key".to_string()], "{name}");
     }
@@ -162,7 +165,7 @@ fn every_command_routes_and_runs_in_a_cluster() {
     // client routes it to the node that owns the slot, and every limit is
     // judged there; a second call sees the first one's units.
     let all = |tag: &str| {
-        let mut call = redis::cmd("RL.ALL");
+        let mut call = common::command("RL.ALL");
         call.arg(2)
             .arg(format!("{{{tag}}}:burst"))
             .arg(format!("{{{tag}}}:hourly"))
@@ -181,7 +184,7 @@ fn every_command_routes_and_runs_in_a_cluster() {
         let third: Vec<i64> = all(tag).query(&mut c).unwrap();
         assert_eq!(third[..4], [1, 2, 0, 3600], "{tag}");
         assert_eq!(third[5], 2, "{tag}");
-        let burst: Reply = redis::cmd("RL.GCRA")
+        let burst: Reply = common::command("RL.GCRA")
             .arg(format!("{{{tag}}}:burst"))
             .arg(&["2", "1", "3600", "0"])
             .query(&mut c)
@@ -222,9 +225,7 @@ fn every_command_routes_and_runs_in_a_cluster() {
         assert_eq!(e.code(), Some("CROSSSLOT"), "{e:?}");
     }
     // COMMAND GETKEYS lists every key of RL.ALL.
-    let keys: Vec<String> = cmd(&[
-        "COMMAND",
-        "GETKEYS",
+    let all = common::translate(&[
         "RL.ALL",
         "3",
         "k1",
@@ -240,9 +241,10 @@ fn every_command_routes_and_runs_in_a_cluster() {
         "SLIDING_LOG",
         "1",
         "1",
-    ])
-    .query(&mut direct)
-    .unwrap();
+    ]);
+    let mut getkeys = redis::cmd("COMMAND");
+    getkeys.arg("GETKEYS").arg(all);
+    let keys: Vec<String> = getkeys.query(&mut direct).unwrap();
     assert_eq!(keys, ["k1", "k2", "k3"]);
 
     // Leases on keys in many slots: each taken, refused at the limit,
@@ -251,7 +253,7 @@ fn every_command_routes_and_runs_in_a_cluster() {
     for i in 0..30 {
         let key = format!("jobs:tenant:{i}");
         let take = || {
-            let mut call = redis::cmd("RL.CONCURRENCY");
+            let mut call = common::command("RL.CONCURRENCY");
             call.arg(&key).arg(&["2", "3600"]);
             call
         };
@@ -264,10 +266,15 @@ fn every_command_routes_and_runs_in_a_cluster() {
         let refused: Vec<i64> = take().query(&mut c).unwrap();
         assert_eq!(refused, [1, 2, 0, 3600, 3600, 0], "{key}");
         let renew = |id: i64, c: &mut redis::cluster::ClusterConnection| -> i64 {
-            redis::cmd("RL.RENEW").arg(&key).arg(id).arg(60).query(c).unwrap()
+            common::command("RL.RENEW")
+                .arg(&key)
+                .arg(id)
+                .arg(60)
+                .query(c)
+                .unwrap()
         };
         let release = |id: i64, c: &mut redis::cluster::ClusterConnection| -> i64 {
-            redis::cmd("RL.RELEASE").arg(&key).arg(id).query(c).unwrap()
+            common::command("RL.RELEASE").arg(&key).arg(id).query(c).unwrap()
         };
         assert_eq!(renew(ids[0], &mut c), 1, "{key}");
         assert_eq!(release(ids[0], &mut c), 1, "{key}");
@@ -287,9 +294,9 @@ fn every_command_routes_and_runs_in_a_cluster() {
         &["RL.RELEASE", "jobs:x", "7"],
         &["RL.RENEW", "jobs:x", "7", "60"],
     ] {
-        let mut getkeys = vec!["COMMAND", "GETKEYS"];
-        getkeys.extend_from_slice(args);
-        let keys: Vec<String> = cmd(&getkeys).query(&mut direct).unwrap();
+        let mut getkeys = redis::cmd("COMMAND");
+        getkeys.arg("GETKEYS").arg(common::translate(args));
+        let keys: Vec<String> = getkeys.query(&mut direct).unwrap();
         assert_eq!(keys, ["jobs:x"], "{args:?}");
     }
 }

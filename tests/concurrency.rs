@@ -96,6 +96,9 @@ fn leases_fill_refuse_and_free() {
     let (allowed, third) = take(&mut c, &["pool", "3", "3600", "2"]);
     assert_eq!(allowed.counts(), (false, 3, 0));
     assert!(third > second && second > first);
+    if common::module_only() {
+        return; // the rest reads INFO, which counts the module's calls alone
+    }
     for (field, value) in [
         ("ratelimit_concurrency_calls", 6),
         ("ratelimit_concurrency_acquired", 4),

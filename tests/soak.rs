@@ -47,14 +47,20 @@ fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
                             // one, or a new lease of `q` units.
                             match leases.pop() {
                                 Some((key, lease)) if (x >> 53) % 3 == 0 => {
-                                    pipe.cmd("RL.RELEASE").arg(key).arg(lease);
+                                    pipe.add_command(common::command("RL.RELEASE"))
+                                        .arg(key)
+                                        .arg(lease);
                                 }
                                 Some((key, lease)) if (x >> 53) % 3 == 1 => {
-                                    pipe.cmd("RL.RENEW").arg(key).arg(lease).arg(&w).arg("MS");
+                                    pipe.add_command(common::command("RL.RENEW"))
+                                        .arg(key)
+                                        .arg(lease)
+                                        .arg(&w)
+                                        .arg("MS");
                                 }
                                 _ => {
                                     let lease_key = format!("{key}:leases");
-                                    pipe.cmd("RL.CONCURRENCY")
+                                    pipe.add_command(common::command("RL.CONCURRENCY"))
                                         .arg(&lease_key)
                                         .arg(10)
                                         .arg(&w)
@@ -71,7 +77,7 @@ fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
                             // once (RL.ALL): the commands' algorithms by name.
                             let other = pick(45);
                             let algorithm = |c: &Sample| c.name.trim_start_matches("RL.").to_string();
-                            pipe.cmd("RL.ALL")
+                            pipe.add_command(common::command("RL.ALL"))
                                 .arg(2)
                                 .arg(format!("{key}:all:{}", command.name))
                                 .arg(format!("{key}:all2:{}", other.name))
@@ -85,7 +91,7 @@ fn soak(s: &Server, total: usize, threads: usize, keys_per_thread: u64) {
                         }
                         // Ten units at once, ten more per window; now and
                         // then a refund of some.
-                        pipe.cmd(command.name)
+                        pipe.add_command(common::command(command.name))
                             .arg(format!("{key}:{}", command.name))
                             .arg(command.rate(10, &w))
                             .arg(&q)

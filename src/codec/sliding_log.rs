@@ -43,25 +43,31 @@ fn slot(i: usize) -> usize {
     HEADER + i * ENTRY_BYTES
 }
 
-/// Every entry of `log` in order, then `count` more at `at`, keeping the
+/// Every entry of `log` in order with `count` more at `at` among them
+/// (after those at or before `at`, before the `later` ones), keeping the
 /// newest `keep`: a linear log (oldest in slot 0).
-fn rebuild(log: Option<&LogView<'_>>, append: &Append, keep: usize) -> Bytes {
+fn rebuild(log: Option<&LogView<'_>>, append: &Append, keep: usize, later: usize) -> Bytes {
     let old = log.map_or(0, LogView::len);
     let count = usize::try_from(append.count).unwrap_or(usize::MAX);
-    let total = old + count;
+    let total = old.saturating_add(count);
     let skip = total.saturating_sub(keep);
+    let before = old - later.min(old);
     let mut value = Bytes::with_capacity(HEADER + total.min(keep) * ENTRY_BYTES);
     value.push(&header(0));
-    if let Some(log) = log {
-        for i in skip.min(old)..old {
-            value.push(&log.get(i).to_le_bytes());
+    // The oldest `skip` go: first of those before the new entries, then of
+    // the new ones, then of the later ones.
+    let push_old = |value: &mut Bytes, from: usize, to: usize| {
+        if let Some(log) = log {
+            for i in from..to {
+                value.push(&log.get(i).to_le_bytes());
+            }
         }
-    }
-    push_entries(
-        &mut value,
-        append.at.as_micros(),
-        count - skip.saturating_sub(old),
-    );
+    };
+    push_old(&mut value, skip.min(before), before);
+    let skipped = skip.saturating_sub(before);
+    push_entries(&mut value, append.at.as_micros(), count.saturating_sub(skipped));
+    let skipped = skipped.saturating_sub(count);
+    push_old(&mut value, before + skipped.min(later), old);
     value
 }
 
@@ -157,10 +163,15 @@ impl Codec for SlidingLogCodec {
 
     fn plan(state: Option<&StateOf<'_, Self>>, append: &ChangeOf<Self>, expire_at_ms: u64) -> Write {
         let keep = usize::try_from(append.keep).unwrap_or(usize::MAX);
+        // Entries later than the new ones (a reservation's) stay the
+        // newest: they move, so the log is written whole (rare: only while
+        // a reservation is pending, or after the clock stepped back).
+        let later = state.map_or(0, |log| log.count_later_than(u128::from(append.at.as_micros())));
         state
+            .filter(|_| later == 0)
             .and_then(|log| patch(log, append, keep, expire_at_ms))
             .unwrap_or_else(|| Write::Set {
-                value: rebuild(state, append, keep),
+                value: rebuild(state, append, keep, later),
                 expire_at_ms,
                 share: false,
             })
@@ -248,6 +259,27 @@ mod tests {
         assert_eq!(instants(&v), vec![2, 3, 4]);
         step(&mut v, append(5, 1, 10)); // limit now 10, ring not linear
         assert_eq!(instants(&v), vec![2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn entries_from_the_future_stay_the_newest() {
+        let mut v = Vec::new();
+        step(&mut v, append(10, 2, 4));
+        step(&mut v, append(50, 1, 4)); // a reservation
+        step(&mut v, append(20, 1, 4));
+        assert_eq!(instants(&v), vec![10, 10, 20, 50]);
+        // A full ring whose oldest slot is not the first: rewritten in
+        // order, the oldest dropped.
+        step(&mut v, append(60, 1, 4));
+        step(&mut v, append(30, 2, 4));
+        assert_eq!(instants(&v), vec![30, 30, 50, 60]);
+        assert_eq!(v[1..HEADER], [0, 0, 0, 0]);
+        // Kept past the limit: nothing dropped.
+        step(&mut v, append(40, 1, 5));
+        assert_eq!(instants(&v), vec![30, 30, 40, 50, 60]);
+        // At the instant of the newest entry: written in place.
+        step(&mut v, append(60, 1, 5));
+        assert_eq!(instants(&v), vec![30, 40, 50, 60, 60]);
     }
 
     #[test]

@@ -81,7 +81,7 @@ unsafe fn run(
         let args: &[&[u8]] = match argv.split_first() {
             Some((_, rest)) if argv.len() <= INLINE_ARGS => {
                 // The command's name is the row's (the server matched it).
-                inline[0].write(row.name.as_bytes());
+                inline[0].write(row.command.name.as_bytes());
                 for (slot, s) in inline[1..].iter_mut().zip(rest) {
                     slot.write(bytes_of(s));
                 }
@@ -115,7 +115,8 @@ unsafe fn run(
 /// Count the call in `row`'s `INFO` fields and write its reply.
 #[inline(always)]
 fn answer(row: &Row, api: &Api, ctx: *mut raw::RedisModuleCtx, result: Result<Reply, CommandError>) {
-    row.stats
+    row.command
+        .stats
         .record(result.as_ref().map(Reply::outcome).map_err(|_| ()));
     // SAFETY: the context is the running command's (every caller passes
     // the one the server called the handler with).

@@ -8,7 +8,7 @@ mod clock;
 mod handler;
 mod kept;
 mod key;
-mod options;
+mod module_flags;
 mod register;
 
 use crate::config;
@@ -40,7 +40,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     if !kept::init() || !kept::follow_server_settings(ctx.ctx) {
         return Status::Err;
     }
-    options::declare(ctx);
+    module_flags::declare(ctx);
     if let Err(problem) = register::create_commands(ctx.ctx) {
         ctx.log_warning(&format!("ratelimit: {problem}"));
         return Status::Err;

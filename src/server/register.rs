@@ -38,7 +38,7 @@ pub fn create_commands(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
             Keys::First => row.flags.to_string(),
             Keys::Counted => format!("{} getkeys-api", row.flags),
         };
-        let (name, flags) = (c_string(row.name), c_string(&flags));
+        let (name, flags) = (c_string(row.command.name), c_string(&flags));
         // SAFETY: called from OnLoad with the module's context; the strings
         // are NUL-terminated and copied by the server.
         let created = unsafe {
@@ -57,7 +57,7 @@ pub fn create_commands(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
         if created != Some(OK) {
             return Err(format!(
                 "could not register {} (is another module using that name?)",
-                row.name
+                row.command.name
             ));
         }
     }
@@ -174,7 +174,7 @@ pub fn document(ctx: *mut raw::RedisModuleCtx) -> usize {
     };
     let mut documented = 0;
     for row in COMMANDS.iter().filter(|row| (row.enabled)()) {
-        let name = c_string(row.name);
+        let name = c_string(row.command.name);
         // SAFETY: OnLoad's context and a NUL-terminated name.
         let command = unsafe { get_command(ctx, name.as_ptr()) };
         if command.is_null() {
@@ -220,7 +220,7 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_i
 fn report(ctx: &InfoContext) {
     ctx.add_info_section(None);
     for row in COMMANDS.iter() {
-        for (field, value) in row.stats.fields() {
+        for (field, value) in row.command.stats.fields() {
             let value = i64::try_from(value).unwrap_or(i64::MAX);
             ctx.add_info_field_long_long(&format!("{}_{field}", row.info), value);
         }

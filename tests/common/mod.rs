@@ -4,13 +4,143 @@
 //!
 //! - `RL_SERVER_BIN`: the server binary (default `redis-server`).
 //! - `RL_MODULE`: the module's `.so` (default: the one cargo just built).
+//! - `RL_EDITION`: which edition answers the rate and lease commands:
+//!   `module` (the default), `functions` (the library of
+//!   `functions/ratelimit.lua`, on a server without the module: every
+//!   `RL.*` command a test sends goes as `FCALL rl_*`) or `scripts` (the
+//!   generated `functions/scripts/*.lua`, through `EVALSHA`). Tests about
+//!   the module itself (INFO, CONFIG, COMMAND DOCS, module arguments) run
+//!   on the module alone: they start with `if common::module_only() {
+//!   return; }`.
 #![allow(dead_code)]
 
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+/// Which edition answers the rate and lease commands (`RL_EDITION`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edition {
+    Module,
+    Functions,
+    Scripts,
+}
+
+pub fn edition() -> Edition {
+    match std::env::var("RL_EDITION").as_deref() {
+        Ok("functions") => Edition::Functions,
+        Ok("scripts") => Edition::Scripts,
+        Ok("module") | Ok("") | Err(_) => Edition::Module,
+        Ok(other) => panic!("RL_EDITION={other}: expected module, functions or scripts"),
+    }
+}
+
+/// Whether this run is of an edition other than the module's: a test about
+/// the module itself returns at once (it has run on the module's own run).
+pub fn module_only() -> bool {
+    edition() != Edition::Module
+}
+
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The functions library's source.
+pub fn library_source() -> String {
+    std::fs::read_to_string(repo().join("functions/ratelimit.lua")).expect("functions/ratelimit.lua")
+}
+
+/// The function (and generated script) of a module command: `rl_gcra` for
+/// `RL.GCRA`; `None` for anything else.
+pub fn function_of(command: &str) -> Option<String> {
+    let lower = command.to_ascii_lowercase();
+    let name = lower.strip_prefix("rl.")?;
+    const NAMES: [&str; 9] = [
+        "gcra",
+        "token_bucket",
+        "fixed",
+        "sliding_log",
+        "sliding_counter",
+        "all",
+        "concurrency",
+        "release",
+        "renew",
+    ];
+    NAMES.contains(&name).then(|| format!("rl_{name}"))
+}
+
+/// The SHA1 of each generated script, as `SCRIPT LOAD` answered it.
+static SHAS: OnceLock<std::collections::HashMap<String, String>> = OnceLock::new();
+
+/// Load the edition under test into a server started without the module:
+/// the library, or every generated script.
+pub fn load_edition(con: &mut redis::Connection) {
+    match edition() {
+        Edition::Module => {}
+        Edition::Functions => {
+            let _: String = redis::cmd("FUNCTION")
+                .arg("LOAD")
+                .arg("REPLACE")
+                .arg(library_source())
+                .query(con)
+                .expect("FUNCTION LOAD of functions/ratelimit.lua");
+        }
+        Edition::Scripts => {
+            let dir = repo().join("functions/scripts");
+            let mut shas = std::collections::HashMap::new();
+            for entry in std::fs::read_dir(&dir).expect("functions/scripts") {
+                let path = entry.expect("a script").path();
+                let name = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or_default()
+                    .to_string();
+                let body = std::fs::read_to_string(&path).expect("a script's text");
+                let sha: String = redis::cmd("SCRIPT")
+                    .arg("LOAD")
+                    .arg(body)
+                    .query(con)
+                    .expect("SCRIPT LOAD");
+                shas.insert(name, sha);
+            }
+            let _ = SHAS.set(shas);
+        }
+    }
+}
+
+/// The arguments that send `args` (a module command) to the edition under
+/// test: `FCALL rl_gcra 1 key ...`, `EVALSHA <sha> 1 key ...`, or as they
+/// are (the module, or a command that is not the module's).
+pub fn translate(args: &[&str]) -> Vec<String> {
+    let plain = || args.iter().map(|a| a.to_string()).collect();
+    let edition = edition();
+    if edition == Edition::Module || args.is_empty() {
+        return plain();
+    }
+    let Some(function) = function_of(args[0]) else {
+        return plain();
+    };
+    let mut out: Vec<String> = match edition {
+        Edition::Functions => vec!["FCALL".into(), function.clone()],
+        _ => {
+            let sha = SHAS
+                .get()
+                .and_then(|m| m.get(&function))
+                .unwrap_or_else(|| panic!("no generated script for {function}: was the edition loaded?"));
+            vec!["EVALSHA".into(), sha.clone()]
+        }
+    };
+    if function != "rl_all" {
+        // One key, when the command names one (RL.ALL names its numkeys).
+        out.push(if args.len() > 1 { "1" } else { "0" }.into());
+    }
+    out.extend(args[1..].iter().map(|a| a.to_string()));
+    out
+}
 
 pub struct Server {
     child: Child,
@@ -90,7 +220,7 @@ impl Server {
             "--dir".into(),
             dir.to_string_lossy().into_owned(),
         ];
-        if with_module {
+        if with_module && edition() == Edition::Module {
             let module = module_path();
             assert!(module.exists(), "module not built at {}", module.display());
             args.push("--loadmodule".into());
@@ -104,7 +234,15 @@ impl Server {
             dir,
             args,
         };
-        server.wait_ready().then_some(server)
+        if !server.wait_ready() {
+            return None;
+        }
+        // A replica has the master's library by replication (and a
+        // replica promoted later needs the scripts in its own cache).
+        if with_module && (edition() == Edition::Scripts || !extra.contains(&"--replicaof")) {
+            load_edition(&mut server.client());
+        }
+        Some(server)
     }
 
     fn spawn(dir: &PathBuf, args: &[String]) -> Option<Child> {
@@ -143,6 +281,12 @@ impl Server {
             if let Some(child) = Server::spawn(&self.dir, &self.args) {
                 self.child = child;
                 if self.wait_ready() {
+                    // The scripts' cache is gone, and so is the library
+                    // of a server without persistence: load again (the
+                    // same library again changes nothing).
+                    if !self.args.iter().any(|a| a == "--replicaof") {
+                        load_edition(&mut self.client());
+                    }
                     return;
                 }
             }
@@ -197,6 +341,44 @@ impl Server {
     }
 }
 
+/// An AOF's text without the functions library's source (its `FUNCTION
+/// LOAD` is in the AOF, and it names the module's commands), lower case.
+pub fn aof_commands(aof: &[u8]) -> String {
+    let text = String::from_utf8_lossy(aof).to_lowercase();
+    if edition() == Edition::Functions {
+        return text.replace(&library_source().to_lowercase(), "");
+    }
+    text
+}
+
+/// The hint of the error for a number past a setting's cap: how that
+/// edition raises it.
+pub fn raises_the_cap(setting: &str, ceiling: u64) -> String {
+    match edition() {
+        Edition::Module => format!("(CONFIG SET ratelimit.{setting} raises the cap, up to {ceiling})"),
+        _ => format!("(the {setting} setting at the top of the library raises the cap, up to {ceiling})"),
+    }
+}
+
+/// A module error text as the edition under test words it: the hint of a
+/// capped number names the library's settings table instead of `CONFIG
+/// SET`.
+pub fn in_edition(expected: &str) -> String {
+    let mut out = expected.to_string();
+    for setting in ["sliding_log_max_limit", "concurrency_max_limit"] {
+        let module = raises_the_cap(setting, 1_000_000);
+        let ours = match edition() {
+            Edition::Module => module.clone(),
+            _ => format!("(the {setting} setting at the top of the library raises the cap, up to 1000000)"),
+        };
+        out = out.replace(
+            &format!("(CONFIG SET ratelimit.{setting} raises the cap, up to 1000000)"),
+            &ours,
+        );
+    }
+    out
+}
+
 /// Options that make every write reach the AOF before the reply.
 pub const AOF_ALWAYS: [&str; 4] = ["--appendonly", "yes", "--appendfsync", "always"];
 
@@ -220,11 +402,25 @@ impl Drop for Server {
     }
 }
 
-/// Build a command from string arguments.
+/// A module command's start for the edition under test, to which the
+/// caller adds the key (or `numkeys` and the keys) and the arguments as
+/// they are: `RL.GCRA`, `FCALL rl_gcra 1` or `EVALSHA <sha> 1`.
+pub fn command(name: &str) -> redis::Cmd {
+    // The name and a placeholder key, then without the key.
+    let mut start = translate(&[name, "key"]);
+    start.pop();
+    let mut c = redis::cmd(&start[0]);
+    c.arg(&start[1..]);
+    c
+}
+
+/// Build a command from string arguments: a module command goes to the
+/// edition under test (see [`translate`]).
 pub fn cmd(args: &[&str]) -> redis::Cmd {
-    let mut c = redis::cmd(args[0]);
+    let args = translate(args);
+    let mut c = redis::cmd(&args[0]);
     for a in &args[1..] {
-        c.arg(*a);
+        c.arg(a);
     }
     c
 }

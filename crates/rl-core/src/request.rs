@@ -127,7 +127,13 @@ pub fn judge<L: Limiter>(
     request: &Request,
     joint: Joint,
 ) -> Result<Verdict<L::Change, L::Refund>, Overdrawn> {
-    let block = in_force(block, now);
+    let case = Case {
+        limiter,
+        state,
+        block: in_force(block, now),
+        now,
+        request,
+    };
     let q = request.quantity;
     // The usual call, decided by the algorithm alone: a request taken now
     // (or a query, or a grant of the whole quantity) on a key that is not
@@ -137,7 +143,7 @@ pub fn judge<L: Limiter>(
         Mode::Take | Mode::AtMost | Mode::Wait(_) => true,
         Mode::Force | Mode::Refund => q == 0,
     };
-    if block.is_none() && matches!(joint, Joint::Alone) && decided_at_once {
+    if case.block.is_none() && matches!(joint, Joint::Alone) && decided_at_once {
         let own = limiter.check(state, now, q);
         if !own.decision.blocked {
             return Ok(Verdict {
@@ -149,20 +155,8 @@ pub fn judge<L: Limiter>(
         }
         match request.mode {
             _ if q == 0 => {}
-            Mode::AtMost => return Ok(grant_less(limiter, state, now, request, q)),
-            Mode::Wait(max_wait) => {
-                return Ok(decide_wait(
-                    limiter,
-                    state,
-                    None,
-                    now,
-                    request,
-                    max_wait,
-                    joint,
-                    None,
-                    Some(own),
-                ))
-            }
+            Mode::AtMost => return Ok(case.grant_less(q)),
+            Mode::Wait(max_wait) => return Ok(case.decide_wait(max_wait, joint, None, Some(own))),
             _ => {}
         }
         if request.block.is_none() {
@@ -180,7 +174,7 @@ pub fn judge<L: Limiter>(
     // The usual call on a blocked key: refused until the block ends. When
     // the limiter rests by then, the block alone decides (what `wait`
     // answers, without asking the algorithm).
-    if let (Some(until), Mode::Take, Joint::Alone) = (block, request.mode, joint) {
+    if let (Some(until), Mode::Take, Joint::Alone) = (case.block, request.mode, joint) {
         if limiter.rested_at(state, now) <= until {
             let left = until.saturating_since(now);
             let passes = q <= limiter.limit();
@@ -202,256 +196,238 @@ pub fn judge<L: Limiter>(
             });
         }
     }
-    judge_options(limiter, state, block, now, request, joint)
+    case.with_options(joint)
 }
 
-/// [`judge`] of a request with its options, or on a blocked key.
-#[inline(never)]
-fn judge_options<L: Limiter>(
-    limiter: &L,
-    state: Option<&L::State<'_>>,
+/// What every rule of a judgement reads: the limit, its state, the key's
+/// block in force (if any), the instant, and the request.
+struct Case<'a, 's, L: Limiter> {
+    limiter: &'a L,
+    state: Option<&'a L::State<'s>>,
     block: Option<Instant>,
     now: Instant,
-    request: &Request,
-    joint: Joint,
-) -> Result<Verdict<L::Change, L::Refund>, Overdrawn> {
-    let q = request.quantity;
-    let verdict = match request.mode {
-        // `quantity` 0 is a query whatever the mode: a wait of nothing.
-        _ if q == 0 => wait(limiter, state, block, now, request, Micros::ZERO, Joint::Alone),
-        Mode::Take => wait(limiter, state, block, now, request, Micros::ZERO, joint),
-        Mode::Wait(max_wait) => wait(limiter, state, block, now, request, max_wait, joint),
-        Mode::AtMost => at_most(limiter, state, block, now, request, joint),
-        Mode::Refund => {
-            let refunded = limiter.refund(state, now, q);
-            Verdict {
-                decision: while_blocked(refunded.decision, block, now),
-                granted: 0,
-                earliest: None,
-                effect: Effect::Refund(refunded.giveback),
-            }
-        }
-        Mode::Force => {
-            let forced = limiter.force(state, now, q)?;
-            recorded(forced, block, now, q, now)
-        }
-    };
-    Ok(verdict)
+    request: &'a Request,
 }
 
-/// A request taken at the earliest instant the limit allows it, if that
-/// is at most `max_wait` from now (plain requests and queries: no wait).
-fn wait<L: Limiter>(
-    limiter: &L,
-    state: Option<&L::State<'_>>,
-    block: Option<Instant>,
-    now: Instant,
-    request: &Request,
-    max_wait: Micros,
-    joint: Joint,
-) -> Verdict<L::Change, L::Refund> {
-    // Under a block nothing is recorded, so the limiter rests when its state
-    // does; one rested before the block ends allows the request at the
-    // block's end (a request's own wait is never longer than the time to
-    // rest), so it need not be decided: the common call on a blocked key.
-    let rested_at = block.map(|_| limiter.rested_at(state, now));
-    let own = match (block, rested_at) {
-        (Some(until), Some(rested)) if rested <= until => None,
-        _ => Some(limiter.check(state, now, request.quantity)),
-    };
-    decide_wait(
-        limiter, state, block, now, request, max_wait, joint, rested_at, own,
-    )
+impl<L: Limiter> Clone for Case<'_, '_, L> {
+    fn clone(&self) -> Self {
+        *self
+    }
 }
 
-/// [`wait`], once the limiter has decided the request alone (`own`; `None`
-/// when the block decides: the limiter rests at `rested_at`, before it
-/// ends).
-#[allow(clippy::too_many_arguments)]
-fn decide_wait<L: Limiter>(
-    limiter: &L,
-    state: Option<&L::State<'_>>,
-    block: Option<Instant>,
-    now: Instant,
-    request: &Request,
-    max_wait: Micros,
-    joint: Joint,
-    rested_at: Option<Instant>,
-    own: Option<Outcome<L::Change>>,
-) -> Verdict<L::Change, L::Refund> {
-    let q = request.quantity;
-    let limit = limiter.limit();
-    // How long until the request is allowed (exact: it may reach past the
-    // last instant a clock can read).
-    let left = block.map_or(Micros::ZERO, |until| until.saturating_since(now));
-    let delay = match &own {
-        None => (q <= limit).then_some(left),
-        Some(own) => match own.decision.retry_after {
-            RetryAfter::Allowed => Some(Micros::ZERO),
-            RetryAfter::After(wait) => Some(wait),
-            RetryAfter::Never => None,
-        }
-        .map(|wait| wait.max(left)),
-    };
-    let earliest = delay.map(|d| now.saturating_add(d));
-    // The other limits' instant is never earlier than this one's.
-    let delay = match joint {
-        Joint::At(at) => Some(at.saturating_since(now)),
-        _ => delay,
-    };
-    match (delay, own) {
-        // Allowed now: an ordinary request (or a query).
-        (Some(Micros::ZERO), Some(own)) if !own.decision.blocked => Verdict {
-            decision: own.decision,
-            granted: if own.update.is_some() { q } else { 0 },
-            earliest,
-            effect: own.update.map_or(Effect::Nothing, Effect::Record),
-        },
-        // Allowed later, within the wait: a reservation.
-        (Some(delay), _) if delay <= max_wait && delay > Micros::ZERO => {
-            let at = now.saturating_add(delay);
-            match limiter.reserve(state, now, at, q) {
-                Some(reserved) => {
-                    let mut verdict = recorded(reserved, block, now, q, at);
-                    verdict.decision.retry_after = RetryAfter::After(delay);
-                    verdict
+impl<L: Limiter> Copy for Case<'_, '_, L> {}
+
+impl<'a, 's, L: Limiter> Case<'a, 's, L> {
+    /// The same case, for another request.
+    fn asking(self, request: &'a Request) -> Self {
+        Case { request, ..self }
+    }
+
+    /// [`judge`] of a request with its options, or on a blocked key.
+    #[inline(never)]
+    fn with_options(self, joint: Joint) -> Result<Verdict<L::Change, L::Refund>, Overdrawn> {
+        let (q, now, block) = (self.request.quantity, self.now, self.block);
+        let verdict = match self.request.mode {
+            // `quantity` 0 is a query whatever the mode: a wait of nothing.
+            _ if q == 0 => self.wait(Micros::ZERO, Joint::Alone),
+            Mode::Take => self.wait(Micros::ZERO, joint),
+            Mode::Wait(max_wait) => self.wait(max_wait, joint),
+            Mode::AtMost => self.at_most(joint),
+            Mode::Refund => {
+                let refunded = self.limiter.refund(self.state, now, q);
+                Verdict {
+                    decision: while_blocked(refunded.decision, block, now),
+                    granted: 0,
+                    earliest: None,
+                    effect: Effect::Refund(refunded.giveback),
                 }
-                // An algorithm that cannot reserve (never asked to wait).
-                None => refused(
-                    limiter,
-                    block,
-                    now,
-                    request,
-                    max_wait,
-                    Some(delay),
-                    rested_at,
-                    None,
-                ),
             }
-        }
-        (delay, own) => refused(limiter, block, now, request, max_wait, delay, rested_at, own),
+            Mode::Force => {
+                let forced = self.limiter.force(self.state, now, q)?;
+                recorded(forced, block, now, q, now)
+            }
+        };
+        Ok(verdict)
     }
-}
 
-/// A request this limit refuses (or a query on a blocked key): its answer,
-/// and the block it starts when the request asks for one.
-#[allow(clippy::too_many_arguments)]
-fn refused<L: Limiter>(
-    limiter: &L,
-    block: Option<Instant>,
-    now: Instant,
-    request: &Request,
-    max_wait: Micros,
-    delay: Option<Micros>,
-    rested_at: Option<Instant>,
-    own: Option<Outcome<L::Change>>,
-) -> Verdict<L::Change, L::Refund> {
-    let q = request.quantity;
-    // Nothing is recorded: the limiter rests when its state does.
-    let rests = match (rested_at, &own) {
-        (Some(at), _) => at.saturating_since(now),
-        (None, Some(own)) => own.decision.reset,
-        (None, None) => Micros::ZERO,
-    };
-    let remaining = match (&own, block) {
-        (Some(own), None) => own.decision.remaining,
-        _ => 0,
-    };
-    // A block starts if asked for, on a key not blocked, for a request that
-    // could ever pass.
-    let starts = match (request.block, block, delay) {
-        (Some(duration), None, Some(_)) if q > 0 => Some((now.saturating_add(duration), duration)),
-        _ => None,
-    };
-    let retry_after = match delay {
-        None => RetryAfter::Never,
-        // The same call passes once the request is allowed within its
-        // wait, and not before a block it starts ends.
-        Some(delay) => {
-            let delay = starts.map_or(delay, |(_, duration)| delay.max(duration));
-            RetryAfter::After(Micros(delay.get().saturating_sub(max_wait.get())))
-        }
-    };
-    let starts = starts.map(|(until, _)| until);
-    let until = starts.or(block);
-    let reset = until.map_or(rests, |until| rests.max(until.saturating_since(now)));
-    Verdict {
-        decision: Decision {
-            blocked: q > 0 || block.is_some(),
-            limit: limiter.limit(),
-            remaining: if starts.is_some() { 0 } else { remaining },
-            retry_after: if q == 0 && block.is_none() {
-                RetryAfter::Allowed
-            } else {
-                retry_after
+    /// The request taken at the earliest instant the limit allows it, if
+    /// that is at most `max_wait` from now (plain requests and queries: no
+    /// wait).
+    fn wait(self, max_wait: Micros, joint: Joint) -> Verdict<L::Change, L::Refund> {
+        // Under a block nothing is recorded, so the limiter rests when its
+        // state does; one rested before the block ends allows the request at
+        // the block's end (a request's own wait is never longer than the time
+        // to rest), so it need not be decided: the common call on a blocked
+        // key.
+        let rested_at = self.block.map(|_| self.limiter.rested_at(self.state, self.now));
+        let own = match (self.block, rested_at) {
+            (Some(until), Some(rested)) if rested <= until => None,
+            _ => Some(self.limiter.check(self.state, self.now, self.request.quantity)),
+        };
+        self.decide_wait(max_wait, joint, rested_at, own)
+    }
+
+    /// [`Case::wait`], once the limiter has decided the request alone
+    /// (`own`; `None` when the block decides: the limiter rests at
+    /// `rested_at`, before it ends).
+    fn decide_wait(
+        self,
+        max_wait: Micros,
+        joint: Joint,
+        rested_at: Option<Instant>,
+        own: Option<Outcome<L::Change>>,
+    ) -> Verdict<L::Change, L::Refund> {
+        let (q, now) = (self.request.quantity, self.now);
+        let limit = self.limiter.limit();
+        // How long until the request is allowed (exact: it may reach past
+        // the last instant a clock can read).
+        let left = self
+            .block
+            .map_or(Micros::ZERO, |until| until.saturating_since(now));
+        let delay = match &own {
+            None => (q <= limit).then_some(left),
+            Some(own) => match own.decision.retry_after {
+                RetryAfter::Allowed => Some(Micros::ZERO),
+                RetryAfter::After(wait) => Some(wait),
+                RetryAfter::Never => None,
+            }
+            .map(|wait| wait.max(left)),
+        };
+        let earliest = delay.map(|d| now.saturating_add(d));
+        // The other limits' instant is never earlier than this one's.
+        let delay = match joint {
+            Joint::At(at) => Some(at.saturating_since(now)),
+            _ => delay,
+        };
+        match (delay, own) {
+            // Allowed now: an ordinary request (or a query).
+            (Some(Micros::ZERO), Some(own)) if !own.decision.blocked => Verdict {
+                decision: own.decision,
+                granted: if own.update.is_some() { q } else { 0 },
+                earliest,
+                effect: own.update.map_or(Effect::Nothing, Effect::Record),
             },
-            reset,
-        },
-        granted: 0,
-        earliest: delay.map(|d| now.saturating_add(d)),
-        effect: match starts {
-            Some(until) => Effect::Block {
-                until,
-                expires_at: now.saturating_add(rests).max(until),
+            // Allowed later, within the wait: a reservation.
+            (Some(delay), _) if delay <= max_wait && delay > Micros::ZERO => {
+                let at = now.saturating_add(delay);
+                match self.limiter.reserve(self.state, now, at, q) {
+                    Some(reserved) => {
+                        let mut verdict = recorded(reserved, self.block, now, q, at);
+                        verdict.decision.retry_after = RetryAfter::After(delay);
+                        verdict
+                    }
+                    // An algorithm that cannot reserve (never asked to wait).
+                    None => self.refused(max_wait, Some(delay), rested_at, None),
+                }
+            }
+            (delay, own) => self.refused(max_wait, delay, rested_at, own),
+        }
+    }
+
+    /// A request this limit refuses (or a query on a blocked key): its
+    /// answer, and the block it starts when the request asks for one.
+    fn refused(
+        self,
+        max_wait: Micros,
+        delay: Option<Micros>,
+        rested_at: Option<Instant>,
+        own: Option<Outcome<L::Change>>,
+    ) -> Verdict<L::Change, L::Refund> {
+        let (q, now, block) = (self.request.quantity, self.now, self.block);
+        // Nothing is recorded: the limiter rests when its state does.
+        let rests = match (rested_at, &own) {
+            (Some(at), _) => at.saturating_since(now),
+            (None, Some(own)) => own.decision.reset,
+            (None, None) => Micros::ZERO,
+        };
+        let remaining = match (&own, block) {
+            (Some(own), None) => own.decision.remaining,
+            _ => 0,
+        };
+        // A block starts if asked for, on a key not blocked, for a request
+        // that could ever pass.
+        let starts = match (self.request.block, block, delay) {
+            (Some(duration), None, Some(_)) if q > 0 => Some((now.saturating_add(duration), duration)),
+            _ => None,
+        };
+        let retry_after = match delay {
+            None => RetryAfter::Never,
+            // The same call passes once the request is allowed within its
+            // wait, and not before a block it starts ends.
+            Some(delay) => {
+                let delay = starts.map_or(delay, |(_, duration)| delay.max(duration));
+                RetryAfter::After(Micros(delay.get().saturating_sub(max_wait.get())))
+            }
+        };
+        let starts = starts.map(|(until, _)| until);
+        let until = starts.or(block);
+        let reset = until.map_or(rests, |until| rests.max(until.saturating_since(now)));
+        Verdict {
+            decision: Decision {
+                blocked: q > 0 || block.is_some(),
+                limit: self.limiter.limit(),
+                remaining: if starts.is_some() { 0 } else { remaining },
+                retry_after: if q == 0 && block.is_none() {
+                    RetryAfter::Allowed
+                } else {
+                    retry_after
+                },
+                reset,
             },
-            None => Effect::Nothing,
-        },
+            granted: 0,
+            earliest: delay.map(|d| now.saturating_add(d)),
+            effect: match starts {
+                Some(until) => Effect::Block {
+                    until,
+                    expires_at: now.saturating_add(rests).max(until),
+                },
+                None => Effect::Nothing,
+            },
+        }
     }
-}
 
-/// As many units as the limit allows now, up to the request's quantity
-/// (under a block, none); a grant of none is a refusal, which waits for one
-/// unit.
-fn at_most<L: Limiter>(
-    limiter: &L,
-    state: Option<&L::State<'_>>,
-    block: Option<Instant>,
-    now: Instant,
-    request: &Request,
-    joint: Joint,
-) -> Verdict<L::Change, L::Refund> {
-    let one = Request {
-        quantity: 1,
-        ..*request
-    };
-    if block.is_some() {
-        return wait(limiter, state, block, now, &one, Micros::ZERO, Joint::Alone);
+    /// As many units as the limit allows now, up to the request's quantity
+    /// (under a block, none); a grant of none is a refusal, which waits for
+    /// one unit.
+    fn at_most(self, joint: Joint) -> Verdict<L::Change, L::Refund> {
+        let one = Request {
+            quantity: 1,
+            ..*self.request
+        };
+        if self.block.is_some() {
+            return self.asking(&one).wait(Micros::ZERO, Joint::Alone);
+        }
+        // The whole quantity, when it fits (the usual case: one decision);
+        // else what a query says remains.
+        let wanted = match joint {
+            Joint::Grant(granted) => granted,
+            _ => self.request.quantity,
+        };
+        let taken = self.limiter.check(self.state, self.now, wanted);
+        if taken.update.is_some() && !taken.decision.blocked {
+            return recorded(taken, None, self.now, wanted, self.now);
+        }
+        self.grant_less(wanted)
     }
-    // The whole quantity, when it fits (the usual case: one decision);
-    // else what a query says remains.
-    let wanted = match joint {
-        Joint::Grant(granted) => granted,
-        _ => request.quantity,
-    };
-    let taken = limiter.check(state, now, wanted);
-    if taken.update.is_some() && !taken.decision.blocked {
-        return recorded(taken, block, now, wanted, now);
-    }
-    grant_less(limiter, state, now, request, wanted)
-}
 
-/// `AT_MOST` on a key that is not blocked, when the limit refuses all
-/// `wanted` units: what a query says remains, or a refusal of one unit.
-fn grant_less<L: Limiter>(
-    limiter: &L,
-    state: Option<&L::State<'_>>,
-    now: Instant,
-    request: &Request,
-    wanted: u64,
-) -> Verdict<L::Change, L::Refund> {
-    let one = Request {
-        quantity: 1,
-        ..*request
-    };
-    let granted = wanted.min(limiter.check(state, now, 0).decision.remaining);
-    if granted == 0 {
-        return wait(limiter, state, None, now, &one, Micros::ZERO, Joint::Alone);
-    }
-    let taken = limiter.check(state, now, granted);
-    match taken.update {
-        Some(_) if !taken.decision.blocked => recorded(taken, None, now, granted, now),
-        // Never: a grant is at most what the limit allows now.
-        _ => wait(limiter, state, None, now, &one, Micros::ZERO, Joint::Alone),
+    /// `AT_MOST` on a key that is not blocked, when the limit refuses all
+    /// `wanted` units: what a query says remains, or a refusal of one unit.
+    fn grant_less(self, wanted: u64) -> Verdict<L::Change, L::Refund> {
+        let one = Request {
+            quantity: 1,
+            ..*self.request
+        };
+        let (limiter, state, now) = (self.limiter, self.state, self.now);
+        let granted = wanted.min(limiter.check(state, now, 0).decision.remaining);
+        if granted == 0 {
+            return self.asking(&one).wait(Micros::ZERO, Joint::Alone);
+        }
+        let taken = limiter.check(state, now, granted);
+        match taken.update {
+            Some(_) if !taken.decision.blocked => recorded(taken, None, now, granted, now),
+            // Never: a grant is at most what the limit allows now.
+            _ => self.asking(&one).wait(Micros::ZERO, Joint::Alone),
+        }
     }
 }
 

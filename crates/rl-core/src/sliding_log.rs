@@ -73,7 +73,7 @@ impl<'a> LogView<'a> {
     }
 
     /// How many entries are later than `after` (binary search).
-    fn count_later_than(&self, after: u128) -> usize {
+    pub fn count_later_than(&self, after: u128) -> usize {
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -87,8 +87,10 @@ impl<'a> LogView<'a> {
     }
 }
 
-/// What an allowed request adds: `count` entries at `at`, after which only
-/// the newest `keep` entries matter.
+/// What an allowed request adds: `count` entries at `at`, placed after every
+/// entry at or before `at` and before any later one (a reservation's, or
+/// one logged before the clock stepped back), after which only the newest
+/// `keep` entries matter.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Append {
     pub at: Instant,
@@ -168,8 +170,8 @@ impl SlidingLog {
         }
     }
 
-    /// The answer at `now` for `quantity` entries appended at `at` (no
-    /// earlier than `now`) to a log whose newest entry is `newest` and of
+    /// The answer at `now` for `quantity` entries logged at `at` (no
+    /// earlier than `now`) in a log whose newest entry is `newest` and of
     /// which `in_window` are in the window at `now`, and its update. The log
     /// keeps every entry in the window at `now` (past `limit` after a
     /// forced request, or a reservation beside entries that leave the
@@ -184,10 +186,11 @@ impl SlidingLog {
         quantity: u64,
     ) -> Outcome<Append> {
         let keep = self.limit.max(in_window + quantity);
-        // Logged no earlier than the newest entry, so the log stays ordered
-        // even when the clock steps back or a later entry was reserved.
-        let at = Instant::from_micros(newest.map_or(at.as_micros(), |t| t.max(at.as_micros())));
-        let reset = self.until_out(now, at.as_micros());
+        // The units are logged at their own instant, even before entries
+        // from the future (a reservation's): those stay the newest, and the
+        // limiter rests when the newest of all has left the window.
+        let last = newest.map_or(at.as_micros(), |t| t.max(at.as_micros()));
+        let reset = self.until_out(now, last);
         // The entries appended are in the window (at or after now), and so
         // are those of the others that were.
         let counted = in_window + quantity;

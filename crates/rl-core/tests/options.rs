@@ -447,3 +447,188 @@ proptest! {
         }
     }
 }
+
+/// The sliding log as SPEC 4 and 12-14 state it, on its own: every unit's
+/// instant, in order. A unit taken, forced or granted is logged at `now`,
+/// a reserved one at its instant `t`, even when the log holds entries from
+/// the future (reservations): those stay the newest. A refund removes the
+/// newest entries in the window, future ones first.
+struct LogModel {
+    limit: u64,
+    window: u64,
+    log: Vec<u64>,
+}
+
+impl LogModel {
+    fn live(&self, now: u64) -> u64 {
+        self.log.iter().filter(|&&t| t + self.window > now).count() as u64
+    }
+
+    /// The earliest instant from `now` on at which `q` units fit.
+    fn earliest(&self, now: u64, q: u64) -> Option<u64> {
+        let may_stay = usize::try_from(self.limit.checked_sub(q)?).unwrap();
+        let n = self.log.len();
+        Some(if n > may_stay {
+            now.max(self.log[n - 1 - may_stay] + self.window)
+        } else {
+            now
+        })
+    }
+
+    fn log_at(&mut self, at: u64, q: u64) {
+        let split = self.log.partition_point(|&t| t <= at);
+        self.log
+            .splice(split..split, std::iter::repeat(at).take(q as usize));
+    }
+
+    /// A query's answer at `now`.
+    fn query(&self, now: u64) -> Decision {
+        let live = self.live(now);
+        let newest = self.log.last().copied().unwrap_or(0);
+        Decision {
+            blocked: false,
+            limit: self.limit,
+            remaining: self.limit.saturating_sub(live),
+            retry_after: RetryAfter::Allowed,
+            reset: Micros(if live > 0 {
+                u128::from(newest + self.window - now)
+            } else {
+                0
+            }),
+        }
+    }
+
+    fn refused(&self, now: u64, retry_after: RetryAfter) -> Decision {
+        Decision {
+            blocked: true,
+            retry_after,
+            ..self.query(now)
+        }
+    }
+
+    /// The answer to `request` at `now`, and the units granted.
+    fn request(&mut self, now: u64, request: &Request) -> (Decision, u64) {
+        let q = request.quantity;
+        let after = |wait: u64| RetryAfter::After(Micros(u128::from(wait)));
+        if q == 0 {
+            return (self.query(now), 0);
+        }
+        match request.mode {
+            Mode::Take | Mode::Wait(_) | Mode::AtMost => {
+                let max_wait = match request.mode {
+                    Mode::Wait(w) => u64::try_from(w.get()).unwrap(),
+                    _ => 0,
+                };
+                let wanted = match request.mode {
+                    Mode::AtMost => q.min(self.query(now).remaining).max(1),
+                    _ => q,
+                };
+                match self.earliest(now, wanted) {
+                    None => (self.refused(now, RetryAfter::Never), 0),
+                    Some(t) if t == now => {
+                        self.log_at(now, wanted);
+                        (self.query(now), wanted)
+                    }
+                    Some(t) if t - now <= max_wait => {
+                        self.log_at(t, wanted);
+                        let decision = Decision {
+                            retry_after: after(t - now),
+                            ..self.query(now)
+                        };
+                        (decision, wanted)
+                    }
+                    Some(t) => (self.refused(now, after(t - now - max_wait)), 0),
+                }
+            }
+            Mode::Force => {
+                self.log_at(now, q);
+                (self.query(now), q)
+            }
+            Mode::Refund => {
+                let shed = q.min(self.live(now)) as usize;
+                self.log.truncate(self.log.len() - shed);
+                (self.query(now), 0)
+            }
+        }
+    }
+}
+
+/// A sliding log's parameters and a walk on it: steps a fraction of the
+/// window apart, so that reservations are pending while other requests
+/// come, in every mode but BLOCK.
+fn log_walk() -> impl Strategy<Value = (u64, u64, Vec<(u64, Request)>)> {
+    (1u64..6, 1u64..3_000_000).prop_flat_map(|(limit, window)| {
+        let mode = prop_oneof![
+            3 => Just(Mode::Take),
+            1 => Just(Mode::Refund),
+            2 => Just(Mode::Force),
+            3 => (0..2 * window).prop_map(|w| Mode::Wait(Micros(u128::from(w)))),
+            2 => Just(Mode::AtMost),
+        ];
+        let step = (
+            prop_oneof![1 => Just(0u64), 4 => 0..=window / 2, 1 => 0..=2 * window],
+            (0u64..8, mode).prop_map(|(quantity, mode)| req(quantity, mode)),
+        );
+        (Just(limit), Just(window), prop::collection::vec(step, 1..60))
+    })
+}
+
+proptest! {
+    #![proptest_config(settings("proptest-regressions/options.txt"))]
+
+    /// Every answer of the sliding log, under every option but BLOCK, is
+    /// the model's: units logged at their own instant, future entries the
+    /// newest. (Time only moves forward here: after the clock steps back,
+    /// entries the log already dropped would count again in the model.)
+    #[test]
+    fn the_sliding_log_logs_each_unit_at_its_own_instant((limit, window, steps) in log_walk()) {
+        let mut d = Driver::new(SlidingLog::new(limit, window).unwrap());
+        let mut model = LogModel { limit, window, log: Vec::new() };
+        let mut now = T0;
+        for (gap, request) in &steps {
+            now += gap;
+            let expected = model.request(now, request);
+            prop_assert_eq!(d.judged(now, request).unwrap(), expected, "at +{}: {:?}", now - T0, request);
+        }
+    }
+}
+
+/// A reservation pending in a sliding log does not push later units into
+/// the future: a forced unit, a plain one and a grant are logged now, and
+/// leave the window a window later, while the reservation stays.
+#[test]
+fn units_logged_beside_a_reservation_leave_on_time() {
+    let ms = 1_000;
+    let mut d = Driver::new(SlidingLog::new(2, 1_000 * ms).unwrap());
+    let reply = |d: &mut Driver<SlidingLog>, at: u64, request: Request| {
+        d.judged(T0 + at * ms, &request)
+            .unwrap()
+            .0
+            .to_reply(rl_core::TimeUnit::Millis)
+    };
+    assert_eq!(reply(&mut d, 0, req(2, Mode::Take)), [0, 2, 0, -1, 1000]);
+    // Reserved at +1000, when the first two leave.
+    let wait = Mode::Wait(Micros(2_000 * u128::from(ms)));
+    assert_eq!(reply(&mut d, 4, req(1, wait)), [0, 2, 0, 996, 1996]);
+    // Forced now, at +15: it leaves at +1015, before the reservation does.
+    assert_eq!(reply(&mut d, 15, req(1, Mode::Force)), [0, 2, 0, -1, 1985]);
+    assert_eq!(d.state.len(), 4 * 8);
+    // 1.2 s on only the reservation is in the window: one more fits.
+    assert_eq!(reply(&mut d, 1_215, req(1, Mode::Take)), [0, 2, 0, -1, 1000]);
+    // A grant while a reservation is pending is logged now too. (Room
+    // before a reservation: here the limit grew, as it may on a key whose
+    // parameters change, or in RL.ALL, where a limit records a reservation
+    // at the latest of every limit's earliest instant.)
+    let mut one = Driver::new(SlidingLog::new(1, 1_000 * ms).unwrap());
+    assert_eq!(reply(&mut one, 0, req(1, Mode::Take)), [0, 1, 0, -1, 1000]);
+    assert_eq!(reply(&mut one, 0, req(1, wait)), [0, 1, 0, 1000, 2000]);
+    let mut three = Driver {
+        limiter: SlidingLog::new(3, 1_000 * ms).unwrap(),
+        state: one.state,
+        block: None,
+    };
+    assert_eq!(three.judged(T0 + 10 * ms, &req(5, Mode::AtMost)).unwrap().1, 1);
+    // At +1010 the grant has left: only the reservation counts.
+    assert_eq!(reply(&mut three, 1_009, req(0, Mode::Take)), [0, 3, 1, -1, 991]);
+    assert_eq!(reply(&mut three, 1_010, req(0, Mode::Take)), [0, 3, 2, -1, 990]);
+}

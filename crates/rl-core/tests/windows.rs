@@ -65,10 +65,12 @@ fn sliding_log_edges() {
 fn sliding_log_clock_stepping_back() {
     let mut d = Driver::new(SlidingLog::new(2, 10 * SEC).unwrap());
     assert_eq!(d.reply(T0 + 20 * SEC, 1, Seconds), [0, 2, 1, -1, 10]);
-    // Back by 15 s: the entry "from the future" still counts, and the new
-    // one is logged no earlier than it.
+    // Back by 15 s: the entry "from the future" still counts (the limiter
+    // rests when it leaves, 25 s on), and the new one is logged now, before
+    // it: it leaves the window in 10 s, and then one more fits.
     assert_eq!(d.reply(T0 + 5 * SEC, 1, Seconds), [0, 2, 0, -1, 25]);
-    assert_eq!(d.reply(T0 + 5 * SEC, 1, Seconds), [1, 2, 0, 25, 25]);
+    assert_eq!(d.reply(T0 + 5 * SEC, 1, Seconds), [1, 2, 0, 10, 25]);
+    assert_eq!(d.reply(T0 + 15 * SEC, 1, Seconds), [0, 2, 0, -1, 15]);
 }
 
 #[test]

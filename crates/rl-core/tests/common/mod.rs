@@ -45,10 +45,14 @@ impl Stored for SlidingLog {
             Some(LogView::new(owned, 0).expect("a well-formed log"))
         }
     }
+    /// The new entries go after every entry at or before their instant
+    /// and before any later one, which stay the newest.
     fn apply(owned: &mut Vec<u8>, change: rl_core::Append) {
-        for _ in 0..change.count {
-            owned.extend_from_slice(&change.at.as_micros().to_le_bytes());
-        }
+        let at = change.at.as_micros();
+        let later = Self::view(owned).map_or(0, |log| log.count_later_than(u128::from(at)));
+        let split = owned.len() - later * 8;
+        let new: Vec<u8> = (0..change.count).flat_map(|_| at.to_le_bytes()).collect();
+        owned.splice(split..split, new);
         let keep = usize::try_from(change.keep).unwrap() * 8;
         if owned.len() > keep {
             owned.drain(..owned.len() - keep);

@@ -1,6 +1,6 @@
-//! The module options declared to the server (`RedisModule_SetModuleOptions`,
-//! which Valkey also exports as `ValkeyModule_SetModuleOptions`), and why the
-//! module may declare them.
+//! The module flags declared to the server (its "module options":
+//! `RedisModule_SetModuleOptions`, which Valkey also exports as
+//! `ValkeyModule_SetModuleOptions`), and why the module may declare them.
 //!
 //! Every limiter is one plain string key; every write replicates its effect
 //! (`SET .. PXAT`, `SETRANGE` + `PEXPIREAT`, `DEL`), never the command; the
