@@ -1669,8 +1669,9 @@ local function block_plan(frame, ends, ms)
   return set_plan(block_header(ends) .. frame.body, ms)
 end
 
--- SET with an absolute expiry (the generated scripts for servers before 6.2,
--- which have no PXAT, use SET and PEXPIREAT).
+-- SET with an absolute expiry. (The generated scripts, which also run on
+-- Redis 6.0, a server without PXAT, write SET then PEXPIREAT there: see
+-- functions/generate.py.)
 local function set_at(key, value, ms)
   call('SET', key, value, 'PXAT', ms)
 end
@@ -1906,7 +1907,10 @@ local function limit_of(alg, args, from, req, key)
   return { alg = alg, lim = lim, key = key, bytes = bytes, frame = frame, state = state }
 end
 
-local function one_key(keys, fname)
+-- The key of a single-key function: none is the module command without
+-- its key (wrong number of arguments), more than one an error of FCALL's.
+local function one_key(keys, fname, command)
+  if #keys == 0 then arity_error(command) end
   if #keys ~= 1 then
     fail(fmt('ERR %s takes exactly one key (FCALL %s 1 key ...), got numkeys %d', fname, fname, #keys))
   end
@@ -1920,7 +1924,7 @@ end
 
 local function rate_command(alg, fname)
   return function(keys, args)
-    local key = one_key(keys, fname)
+    local key = one_key(keys, fname, alg.name)
     local n = #alg.params
     if #args < n then arity_error(alg.name) end
     local req = options(alg.name, args, n + 1, RATE_OPTIONS)
@@ -2104,7 +2108,7 @@ local function write_leases(key, view, bytes, update)
 end
 
 local function concurrency_command(keys, args)
-  local key = one_key(keys, 'rl_concurrency')
+  local key = one_key(keys, 'rl_concurrency', 'rl.concurrency')
   if #args < 2 then arity_error('rl.concurrency') end
   local req = options('rl.concurrency', args, 3, LEASE_OPTIONS)
   local limit = capped(args[1], 'limit', 'concurrency_max_limit')
@@ -2122,7 +2126,7 @@ local function concurrency_command(keys, args)
 end
 
 local function release_command(keys, args)
-  local key = one_key(keys, 'rl_release')
+  local key = one_key(keys, 'rl_release', 'rl.release')
   if #args ~= 1 then arity_error('rl.release') end
   local id = lease_id(args[1])
   local view, bytes = read_leases(key)
@@ -2134,7 +2138,7 @@ local function release_command(keys, args)
 end
 
 local function renew_command(keys, args)
-  local key = one_key(keys, 'rl_renew')
+  local key = one_key(keys, 'rl_renew', 'rl.renew')
   if #args < 2 then arity_error('rl.renew') end
   local unit = 1000000
   for i = 3, #args do
@@ -2150,7 +2154,8 @@ local function renew_command(keys, args)
 end
 
 -------------------------------------------------------------------------------
--- Registration
+-- Registration (functions/generate.py turns each registration below into a
+-- standalone script for EVALSHA: keep one per statement)
 
 -- Every function runs behind this: the libraries bound on first use, a
 -- refusal answered as the module words it, and any other failure as an
@@ -2165,6 +2170,12 @@ local function guarded(body)
     if ok then return result end
     if getmetatable(result) == Failure then return redis.error_reply(result.message) end
     if type(result) == 'table' and result.err then return result end
+    -- A server's refusal of a write (out of memory, a read-only replica),
+    -- raised as text by scripts on older servers: its own words.
+    if type(result) == 'string' then
+      local refusal = result:match('OOM command not allowed.*') or result:match('READONLY .*')
+      if refusal then return redis.error_reply((refusal:gsub('%s*script: .*$', ''))) end
+    end
     return redis.error_reply('ERR internal error in the ratelimit library (the request was not applied)')
   end
 end
