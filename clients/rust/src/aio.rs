@@ -71,8 +71,7 @@ impl<C: AsyncConnection> RateLimits<C> {
     ///
     /// # Errors
     ///
-    /// [`Error::Redis`] when the connection fails, [`Error::NoBackend`]
-    /// when nothing can serve the calls.
+    /// [`Error::Redis`] when the connection fails.
     pub async fn backend(&self) -> Result<Backend, Error> {
         if let Some(b) = self.backend.get() {
             return Ok(*b);
@@ -81,14 +80,13 @@ impl<C: AsyncConnection> RateLimits<C> {
         let found = self
             .backend
             .get_or_try_init(|| async move {
-                let mut why = Vec::new();
                 for probe in call::probes() {
                     let reply = call::checked(conn.send(&probe.cmd, None).await);
-                    if let Found::Backend(b) = probe.answer(reply, &mut why)? {
+                    if let Found::Backend(b) = probe.answer(reply)? {
                         return Ok(b);
                     }
                 }
-                call::last_resort(why)
+                Ok::<_, Error>(call::LAST_RESORT)
             })
             .await?;
         Ok(*found)
@@ -135,7 +133,7 @@ impl<C: AsyncConnection> RateLimits<C> {
     /// script and send again, once.
     async fn run(&self, plan: &Plan, keys: &[&str]) -> Result<Value, Error> {
         let backend = self.backend().await?;
-        let cmd = plan.cmd(backend, keys)?;
+        let cmd = plan.cmd(backend, keys);
         let key = keys.first().copied();
         let mut conn = self.conn.clone();
         match call::checked(conn.send(&cmd, key).await) {
@@ -260,7 +258,7 @@ impl<C: AsyncConnection> Limiter<C> {
     pub async fn prepare(&self, key: &str, take: Take) -> Result<crate::Prepared, Error> {
         let plan = Plan::rate(&self.limit, &take)?;
         let backend = self.limits.backend().await?;
-        Ok(crate::Prepared::new(plan.cmd(backend, &[key])?, plan))
+        Ok(crate::Prepared::new(plan.cmd(backend, &[key]), plan))
     }
 }
 

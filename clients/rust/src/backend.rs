@@ -6,8 +6,23 @@ use redis::{Cmd, Value};
 
 use crate::limit::{Arg, Command};
 
+/// The packaged copies of the repository's `functions/` (see
+/// `sync-functions`).
 mod embedded {
-    include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
+    /// `functions/ratelimit.lua`.
+    pub(crate) const LIBRARY: &str = include_str!("../functions/ratelimit.lua");
+    /// `functions/scripts/<function>.lua`, in the order of `Command`.
+    pub(crate) const SCRIPTS: [&str; 9] = [
+        include_str!("../functions/scripts/rl_gcra.lua"),
+        include_str!("../functions/scripts/rl_token_bucket.lua"),
+        include_str!("../functions/scripts/rl_fixed.lua"),
+        include_str!("../functions/scripts/rl_sliding_log.lua"),
+        include_str!("../functions/scripts/rl_sliding_counter.lua"),
+        include_str!("../functions/scripts/rl_all.lua"),
+        include_str!("../functions/scripts/rl_concurrency.lua"),
+        include_str!("../functions/scripts/rl_release.lua"),
+        include_str!("../functions/scripts/rl_renew.lua"),
+    ];
 }
 
 /// The client's version: the functions library it ships answers it from
@@ -29,27 +44,23 @@ pub enum Backend {
     Scripts,
 }
 
-/// The functions library's source, as packaged (`functions/ratelimit.lua`).
-pub fn library_source() -> Option<&'static str> {
+/// The functions library's source, as packaged (`functions/ratelimit.lua`):
+/// what the client loads with `FUNCTION LOAD REPLACE`.
+pub fn library_source() -> &'static str {
     embedded::LIBRARY
 }
 
 /// A standalone script's source and SHA-1.
-pub(crate) fn script(command: Command) -> Option<(&'static str, &'static str)> {
-    static SHAS: OnceLock<Vec<Option<String>>> = OnceLock::new();
+pub(crate) fn script(command: Command) -> (&'static str, &'static str) {
+    static SHAS: OnceLock<Vec<String>> = OnceLock::new();
     let shas = SHAS.get_or_init(|| {
         embedded::SCRIPTS
             .iter()
-            .map(|s| s.map(|src| redis::Script::new(src).get_hash().to_string()))
+            .map(|src| redis::Script::new(src).get_hash().to_string())
             .collect()
     });
     let i = command.index();
-    Some((embedded::SCRIPTS[i]?, shas[i].as_deref()?))
-}
-
-/// Whether every script is packaged (the scripts backend is usable).
-pub(crate) fn scripts_packaged() -> bool {
-    embedded::SCRIPTS.iter().all(Option::is_some)
+    (embedded::SCRIPTS[i], &shas[i])
 }
 
 /// `COMMAND INFO rl.gcra`: an array holding the command's description when
@@ -76,19 +87,17 @@ pub(crate) fn version_matches(reply: &Value) -> bool {
 }
 
 /// `FUNCTION LOAD REPLACE <library>`.
-pub(crate) fn load_library() -> Option<Cmd> {
-    let src = embedded::LIBRARY?;
+pub(crate) fn load_library() -> Cmd {
     let mut c = redis::cmd("FUNCTION");
-    c.arg("LOAD").arg("REPLACE").arg(src);
-    Some(c)
+    c.arg("LOAD").arg("REPLACE").arg(embedded::LIBRARY);
+    c
 }
 
 /// `SCRIPT LOAD <script>`.
-pub(crate) fn load_script(command: Command) -> Option<Cmd> {
-    let (src, _) = script(command)?;
+pub(crate) fn load_script(command: Command) -> Cmd {
     let mut c = redis::cmd("SCRIPT");
-    c.arg("LOAD").arg(src);
-    Some(c)
+    c.arg("LOAD").arg(script(command).0);
+    c
 }
 
 /// A library lost by the server (a failover to a replica that never got
@@ -120,9 +129,7 @@ pub(crate) fn build(backend: Backend, command: Command, keys: &[&str], args: &[A
         }
         Backend::Scripts => {
             let mut c = redis::cmd("EVALSHA");
-            // A missing script fails before this (`ensure_scripts`): an
-            // empty SHA would only earn a NOSCRIPT.
-            c.arg(script(command).map_or("", |(_, sha)| sha)).arg(keys.len());
+            c.arg(script(command).1).arg(keys.len());
             c
         }
     };
@@ -178,6 +185,30 @@ mod tests {
         assert_eq!(key_slot(b"{user:42}:burst"), key_slot(b"user:42"));
         // An empty tag hashes the whole key.
         assert_ne!(key_slot(b"{}a"), key_slot(b"{}b"));
+    }
+
+    #[test]
+    fn every_script_is_its_function() {
+        for (i, src) in embedded::SCRIPTS.iter().enumerate() {
+            let command = [
+                Command::Gcra,
+                Command::TokenBucket,
+                Command::Fixed,
+                Command::SlidingLog,
+                Command::SlidingCounter,
+                Command::All,
+                Command::Concurrency,
+                Command::Release,
+                Command::Renew,
+            ][i];
+            assert_eq!(command.index(), i);
+            let first = src.lines().next().unwrap_or_default();
+            assert!(
+                first.starts_with(&format!("-- {}:", command.function_name())),
+                "{first}"
+            );
+            assert_eq!(script(command).1.len(), 40);
+        }
     }
 
     #[test]

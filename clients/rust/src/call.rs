@@ -101,15 +101,9 @@ impl Plan {
         })
     }
 
-    /// The command on `backend`, or why the backend cannot send it.
-    pub(crate) fn cmd(&self, backend: Backend, keys: &[&str]) -> Result<Cmd, Error> {
-        if backend == Backend::Scripts && backend::script(self.command).is_none() {
-            return Err(Error::NoBackend(format!(
-                "the script of {} is not packaged with this client",
-                self.command.function_name()
-            )));
-        }
-        Ok(backend::build(backend, self.command, keys, &self.args))
+    /// The command on `backend`.
+    pub(crate) fn cmd(&self, backend: Backend, keys: &[&str]) -> Cmd {
+        backend::build(backend, self.command, keys, &self.args)
     }
 
     /// The decision in a reply (and the lease of `RL.CONCURRENCY`).
@@ -139,8 +133,8 @@ pub(crate) fn integer(reply: &Value) -> Result<u64, Error> {
 /// (once), or give up.
 pub(crate) fn recovery(backend: Backend, command: Command, e: &redis::RedisError) -> Option<Cmd> {
     match backend {
-        Backend::Functions if backend::is_function_missing(e) => backend::load_library(),
-        Backend::Scripts if backend::is_noscript(e) => backend::load_script(command),
+        Backend::Functions if backend::is_function_missing(e) => Some(backend::load_library()),
+        Backend::Scripts if backend::is_noscript(e) => Some(backend::load_script(command)),
         _ => None,
     }
 }
@@ -152,33 +146,26 @@ pub(crate) struct Probe {
     pub(crate) cmd: Cmd,
     accept: fn(&Value) -> bool,
     backend: Backend,
-    what: &'static str,
 }
 
-pub(crate) fn probes() -> Vec<Probe> {
-    let mut probes = vec![
+pub(crate) fn probes() -> [Probe; 3] {
+    [
         Probe {
             cmd: backend::probe_module(),
             accept: backend::module_found,
             backend: Backend::Module,
-            what: "the module is not loaded",
         },
         Probe {
             cmd: backend::probe_version(),
             accept: backend::version_matches,
             backend: Backend::Functions,
-            what: "no functions library at this client's version",
         },
-    ];
-    if let Some(cmd) = backend::load_library() {
-        probes.push(Probe {
-            cmd,
+        Probe {
+            cmd: backend::load_library(),
             accept: |_| true,
             backend: Backend::Functions,
-            what: "the functions library could not be loaded",
-        });
-    }
-    probes
+        },
+    ]
 }
 
 /// Where the discovery stands after one probe's answer.
@@ -192,32 +179,16 @@ pub(crate) enum Found {
 impl Probe {
     /// A probe's answer: its backend, the next probe, or an error that is
     /// not the server's (the connection failed: nothing is decided).
-    pub(crate) fn answer(&self, reply: RedisResult<Value>, why: &mut Vec<String>) -> Result<Found, Error> {
+    pub(crate) fn answer(&self, reply: RedisResult<Value>) -> Result<Found, Error> {
         match reply {
             Ok(v) if (self.accept)(&v) => Ok(Found::Backend(self.backend)),
-            Ok(_) => {
-                why.push(self.what.to_string());
-                Ok(Found::Next)
-            }
-            Err(e) if is_server_error(&e) => {
-                why.push(format!("{} ({})", self.what, Error::from(e)));
-                Ok(Found::Next)
-            }
+            Ok(_) => Ok(Found::Next),
+            Err(e) if is_server_error(&e) => Ok(Found::Next),
             Err(e) => Err(Error::Redis(e)),
         }
     }
 }
 
-/// The last resort, when no probe found a backend.
-pub(crate) fn last_resort(why: Vec<String>) -> Result<Backend, Error> {
-    if backend::scripts_packaged() {
-        Ok(Backend::Scripts)
-    } else {
-        let mut why = why;
-        if backend::library_source().is_none() {
-            why.push("this client was built without the functions library".to_string());
-        }
-        why.push("this client was built without the scripts".to_string());
-        Err(Error::NoBackend(why.join("; ")))
-    }
-}
+/// The last resort, when no probe found a backend: the scripts, which
+/// every server since Redis 2.6 runs.
+pub(crate) const LAST_RESORT: Backend = Backend::Scripts;

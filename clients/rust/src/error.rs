@@ -26,10 +26,6 @@ pub enum Error {
     Redis(redis::RedisError),
     /// A reply of a shape no backend sends.
     Reply(String),
-    /// No backend can serve this server: the module is not loaded, and the
-    /// functions library and the scripts can neither be found nor loaded
-    /// (or were not packaged with this client).
-    NoBackend(String),
 }
 
 impl Error {
@@ -54,7 +50,6 @@ impl fmt::Display for Error {
             Error::Server { code, message } => write!(f, "{code} {message}"),
             Error::Redis(e) => write!(f, "redis: {e}"),
             Error::Reply(m) => write!(f, "unexpected reply: {m}"),
-            Error::NoBackend(m) => write!(f, "no backend: {m}"),
         }
     }
 }

@@ -74,8 +74,7 @@ impl<C: SyncConnection> RateLimits<C> {
     ///
     /// # Errors
     ///
-    /// [`Error::Redis`] when the connection fails, [`Error::NoBackend`]
-    /// when nothing can serve the calls.
+    /// [`Error::Redis`] when the connection fails.
     pub fn backend(&self) -> Result<Backend, Error> {
         let mut conn = self.lock();
         self.backend_with(&mut conn)
@@ -129,14 +128,14 @@ impl<C: SyncConnection> RateLimits<C> {
         if let Some(b) = self.shared.backend.get() {
             return Ok(*b);
         }
-        let mut why = Vec::new();
+        let mut found = call::LAST_RESORT;
         for probe in call::probes() {
-            if let Found::Backend(b) = probe.answer(call::checked(conn.send(&probe.cmd, None)), &mut why)? {
-                return Ok(*self.shared.backend.get_or_init(|| b));
+            if let Found::Backend(b) = probe.answer(call::checked(conn.send(&probe.cmd, None)))? {
+                found = b;
+                break;
             }
         }
-        let b = call::last_resort(why)?;
-        Ok(*self.shared.backend.get_or_init(|| b))
+        Ok(*self.shared.backend.get_or_init(|| found))
     }
 
     /// Send `plan` over `keys` on the backend; reload a lost library or
@@ -144,7 +143,7 @@ impl<C: SyncConnection> RateLimits<C> {
     fn run(&self, plan: &Plan, keys: &[&str]) -> Result<Value, Error> {
         let mut conn = self.lock();
         let backend = self.backend_with(&mut conn)?;
-        let cmd = plan.cmd(backend, keys)?;
+        let cmd = plan.cmd(backend, keys);
         let key = keys.first().copied();
         match call::checked(conn.send(&cmd, key)) {
             Ok(v) => Ok(v),
@@ -279,7 +278,7 @@ impl<C: SyncConnection> Limiter<C> {
     pub fn prepare(&self, key: &str, take: Take) -> Result<Prepared, Error> {
         let plan = Plan::rate(&self.limit, &take)?;
         let backend = self.limits.backend()?;
-        Ok(Prepared::new(plan.cmd(backend, &[key])?, plan))
+        Ok(Prepared::new(plan.cmd(backend, &[key]), plan))
     }
 }
 
