@@ -414,14 +414,17 @@ impl<C: AsyncConnection> Lease<C> {
     }
 
     /// Release now: the units freed (0 when the lease had already ended).
+    /// If this future is dropped before it completes, the guard's drop
+    /// releases the lease instead (releasing twice frees nothing twice).
     ///
     /// # Errors
     ///
     /// [`Error::Server`], [`Error::Redis`]; the lease then ends at its
     /// deadline.
     pub async fn release(mut self) -> Result<u64, Error> {
+        let released = self.limits.run(&Plan::release(self.id), &[&self.key]).await;
         self.armed = false;
-        call::integer(&self.limits.run(&Plan::release(self.id), &[&self.key]).await?)
+        call::integer(&released?)
     }
 
     /// Keep the lease held and return its id: dropping it no longer
