@@ -101,16 +101,23 @@ fn cluster_with_the_module() {
 #[test]
 fn cluster_with_the_functions_loaded_on_every_primary() {
     let cluster = Cluster::start(Kind::Functions);
-    blocking(&cluster, Backend::Functions);
-    for node in &cluster.nodes {
-        let version: String = cmd(&["FCALL", "rl_version", "0"])
-            .query(&mut node.client())
-            .unwrap();
-        assert_eq!(version, redis_ratelimit_client::VERSION);
-    }
+    let loaded_everywhere = || {
+        for node in &cluster.nodes {
+            let version: String = cmd(&["FCALL", "rl_version", "0"]).query(&mut node.client()).unwrap();
+            assert_eq!(version, redis_ratelimit_client::VERSION);
+        }
+    };
+    // The async client loads the library on every primary...
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
         .block_on(non_blocking(&cluster, Backend::Functions));
+    loaded_everywhere();
+    // ...and so does the blocking one, once it is gone from every node.
+    for node in &cluster.nodes {
+        let () = cmd(&["FUNCTION", "FLUSH"]).query(&mut node.client()).unwrap();
+    }
+    blocking(&cluster, Backend::Functions);
+    loaded_everywhere();
 }
