@@ -103,7 +103,9 @@ fn cluster_with_the_functions_loaded_on_every_primary() {
     let cluster = Cluster::start(Kind::Functions);
     let loaded_everywhere = || {
         for node in &cluster.nodes {
-            let version: String = cmd(&["FCALL", "rl_version", "0"]).query(&mut node.client()).unwrap();
+            let version: String = cmd(&["FCALL", "rl_version", "0"])
+                .query(&mut node.client())
+                .unwrap();
             assert_eq!(version, redis_ratelimit_client::VERSION);
         }
     };
