@@ -1,0 +1,2809 @@
+#!lua name=ratelimit
+-- redis-ratelimit, the functions edition (SPEC 17): the module's commands as
+-- a Redis Functions library, for servers that load no module.
+--
+--   FUNCTION LOAD REPLACE "$(cat functions/ratelimit.lua)"
+--   FCALL rl_gcra 1 user:42 9 10 1 MS WAIT 500
+--
+-- Every function takes the module command's arguments after its key(s) and
+-- answers exactly what the module answers; the state of each limiter is the
+-- module's own bytes, so a key moves between editions unchanged.
+--
+-- Lua numbers are doubles: every value here is an integer below 2^53, or is
+-- computed exactly by `muldivmod` (a product too large for a double, divided)
+-- or by the limb helpers (the 96- and 112-bit fields of the stored states).
+-- Inputs whose arithmetic would leave that are refused (see RANGE below).
+--
+-- The top level only defines locals and registers functions: on Redis 7.0 it
+-- runs without the standard libraries, which `bind` fetches on first call.
+
+-- The settings: edit them and load the library again.
+local SETTINGS = {
+  -- Refusals of the rate functions are answered as allowed and record
+  -- nothing (the module's `ratelimit.shadow`).
+  shadow = false,
+  -- The largest `limit` of rl_sliding_log, 1 to 1000000 (memory grows with it).
+  sliding_log_max_limit = 10000,
+  -- The largest `limit` of rl_concurrency, 1 to 1000000.
+  concurrency_max_limit = 10000,
+}
+
+local VERSION = '0.1.0'
+
+-- The edition's own bounds, beyond the module's (docs/functions.md, "Ranges").
+local RANGE = {
+  -- How far ahead of now a limiter may reach when requests fill its burst
+  -- or empty its bucket: (max_burst + 1) * period / count, and
+  -- capacity * refill_period / refill_count, at most this many microseconds
+  -- (about 95 years).
+  ahead = 3000000000000000,
+  -- The latest instant a state may hold, in microseconds since the epoch
+  -- (the year 2160). With `ahead` it keeps every sum below 2^53.
+  instant = 6000000000000000,
+}
+
+-- The module's bounds (rl-core/src/bounds.rs).
+local MAX_LIMIT = 1000000000
+local MAX_QUANTITY = 1000000000
+local MAX_PERIOD = 1000000000000000
+local MAX_HELD = 4000000000
+local MAX_WINDOW_START = 72057594037927935 -- 2^56 - 1 (never reached below RANGE.instant)
+local SETTING_CEILING = 1000000
+local MAX_KEYS = 100
+local WHOLE_VALUE_MAX = 64
+local LEASE_MAX = '9223372036854775807'
+
+local TWO32 = 4294967296
+local TWO51 = 2251799813685248
+local TWO52 = 4503599627370496
+local TWO53 = 9007199254740992
+
+-- The values of a list (Lua's global `unpack`, whose name the library
+-- gives to struct.unpack below).
+local function spread(list, n) return unpack(list, 1, n or #list) end
+
+-- Standard library functions, bound on the first call (see the header).
+local floor, fmt, sub, byte, char, rep, find, lower, upper, concat, pack, unpack, sort, call, pcall_r
+local set_repl, REPL_NONE, REPL_ALL
+local function bind()
+  floor, fmt, sub, byte, char, rep, find = math.floor, string.format, string.sub, string.byte, string.char, string.rep, string.find
+  lower, upper, concat, sort = string.lower, string.upper, table.concat, table.sort
+  pack, unpack = struct.pack, struct.unpack
+  call, pcall_r = redis.call, redis.pcall
+  set_repl, REPL_NONE, REPL_ALL = redis.set_repl, redis.REPL_NONE, redis.REPL_ALL
+end
+
+local function max(a, b) if a > b then return a end return b end
+local function min(a, b) if a < b then return a end return b end
+
+-- An error the function answers (raised through `fail`, caught by `guard`).
+local Failure = {}
+local function fail(message)
+  error(setmetatable({ message = message }, Failure), 0)
+end
+
+-------------------------------------------------------------------------------
+-- Exact arithmetic
+
+-- floor(a * b / d) and a * b % d, exactly, for integers 0 <= a, b < 2^53 and
+-- 1 <= d < 2^53; nil when the quotient is 2^53 or more. A product below 2^52
+-- is exact in a double; past it, b is split as qb * d + rb and a * rb / d is
+-- summed over a's bits in chunks small enough that no step leaves 2^53.
+local function muldivmod(a, b, d)
+  local p = a * b
+  if p < TWO52 then
+    local q = floor(p / d)
+    local r = p - q * d
+    if r < 0 then q, r = q - 1, r + d elseif r >= d then q, r = q + 1, r - d end
+    return q, r
+  end
+  local qb = floor(b / d)
+  local rb = b - qb * d
+  if rb < 0 then qb, rb = qb - 1, rb + d elseif rb >= d then qb, rb = qb + 1, rb - d end
+  local high = a * qb
+  if high >= TWO53 then return nil end
+  if d > TWO51 then
+    -- Past 2^51 even one bit at a time would leave 2^53 (r * 2 + rb < 3d):
+    -- a's bits from the top, each step modulo d without a sum past d.
+    local bits, top = {}, a
+    while top > 0 do
+      local c = top % 2
+      bits[#bits + 1] = c
+      top = (top - c) / 2
+    end
+    local q, r = 0, 0
+    for i = #bits, 1, -1 do
+      local t = d - r
+      if r >= t then q, r = q * 2 + 1, r - t else q, r = q * 2, r + r end
+      if bits[i] == 1 then
+        t = d - rb
+        if r >= t then q, r = q + 1, r - t else r = r + rb end
+      end
+    end
+    q = q + high
+    if q >= TWO53 then return nil end
+    return q, r
+  end
+  -- Chunks of k bits: acc_r * 2^k + chunk * rb < 2 * d * 2^k <= 2^53.
+  local span = 2
+  while span * 4 * d <= TWO53 do span = span * 2 end
+  local chunks, top = {}, a
+  while top > 0 do
+    local c = top % span
+    chunks[#chunks + 1] = c
+    top = (top - c) / span
+  end
+  local q, r = 0, 0
+  for i = #chunks, 1, -1 do
+    local v = r * span + chunks[i] * rb
+    local s = floor(v / d)
+    local t = v - s * d
+    if t < 0 then s, t = s - 1, t + d elseif t >= d then s, t = s + 1, t - d end
+    q, r = q * span + s, t
+  end
+  q = q + high
+  if q >= TWO53 then return nil end
+  return q, r
+end
+
+-- Limbs: little-endian base-2^16 digits, for the stored fields wider than a
+-- double (the token bucket's 96-bit level, the GCRA's 112-bit fraction).
+local LIMB = 65536
+
+local function limbs_of(n, count)
+  local out = {}
+  for i = 1, count do
+    local d = n % LIMB
+    out[i] = d
+    n = (n - d) / LIMB
+  end
+  return out
+end
+
+-- a * b + c (a, b, c below 2^53, as limbs of `count`).
+local function limbs_muladd(a, b, c, count)
+  local la, lb = limbs_of(a, 4), limbs_of(b, 4)
+  local out = limbs_of(c, count)
+  for i = 1, 4 do
+    if la[i] ~= 0 then
+      local carry = 0
+      for j = 1, count - i + 1 do
+        local v = out[i + j - 1] + la[i] * (lb[j] or 0) + carry
+        local d = v % LIMB
+        out[i + j - 1] = d
+        carry = (v - d) / LIMB
+      end
+    end
+  end
+  return out
+end
+
+-- 2^(16 * count) - n: the two's complement of a magnitude.
+local function limbs_negate(l)
+  local out, borrow = {}, 0
+  for i = 1, #l do
+    -- (0 - x, not -x: the limb of a zero is 0, never the double -0.)
+    local v = 0 - l[i] - borrow
+    if v < 0 then v, borrow = v + LIMB, 1 else borrow = 0 end
+    out[i] = v
+  end
+  return out
+end
+
+local function limbs_bytes(l)
+  local parts = {}
+  for i = 1, #l do parts[i] = char(l[i] % 256, floor(l[i] / 256)) end
+  return concat(parts)
+end
+
+local function limbs_from_bytes(s, at, nbytes)
+  local out = {}
+  for i = 1, nbytes / 2 do
+    local lo, hi = byte(s, at + 2 * i - 2, at + 2 * i - 1)
+    out[i] = lo + hi * 256
+  end
+  return out
+end
+
+-- Divide limbs by d (1 <= d < 2^37): the quotient's limbs and the remainder.
+local function limbs_divmod(l, d)
+  local q, r = {}, 0
+  for i = #l, 1, -1 do
+    local v = r * LIMB + l[i]
+    local s = floor(v / d)
+    r = v - s * d
+    q[i] = s
+  end
+  return q, r
+end
+
+-- The value of limbs, or nil at 2^53 or more.
+local function limbs_value(l)
+  local v = 0
+  for i = #l, 1, -1 do
+    v = v * LIMB + l[i]
+    if v >= TWO53 then return nil end
+  end
+  return v
+end
+
+local function limbs_compare(a, b)
+  for i = max(#a, #b), 1, -1 do
+    local x, y = a[i] or 0, b[i] or 0
+    if x ~= y then return x < y and -1 or 1 end
+  end
+  return 0
+end
+
+-- A u64 field, little-endian at `at`; nil at 2^53 or more.
+local function u64_at(s, at)
+  local lo, hi = unpack('<I4I4', s, at)
+  if hi >= 2097152 then return nil end
+  return hi * TWO32 + lo
+end
+
+local function u64_bytes(v)
+  local lo = v % TWO32
+  return pack('<I4I4', lo, (v - lo) / TWO32)
+end
+
+-------------------------------------------------------------------------------
+-- Errors, as the module words them (src/error.rs)
+
+-- Untrusted bytes for a message: printable ASCII kept, the rest escaped,
+-- past 64 bytes shortened.
+local function printable(s)
+  local out = {}
+  local n = min(#s, 64)
+  for i = 1, n do
+    local b = byte(s, i)
+    if b >= 32 and b < 127 and b ~= 39 and b ~= 92 then
+      out[i] = char(b)
+    else
+      out[i] = fmt('\\x%02x', b)
+    end
+  end
+  if #s > 64 then out[#out + 1] = '...' end
+  return concat(out)
+end
+
+local function words(list, last)
+  if #list == 1 then return list[1] end
+  return concat(list, ', ', 1, #list - 1) .. ' ' .. last .. ' ' .. list[#list]
+end
+
+local function arity_error(command)
+  fail('ERR wrong number of arguments for \'' .. command .. '\' command')
+end
+
+local function bad_number(name, lo, hi)
+  fail(fmt('ERR %s must be an integer from %.0f to %.0f', name, lo, hi))
+end
+
+local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
+
+-------------------------------------------------------------------------------
+-- Arguments (src/args.rs, src/param.rs)
+
+-- A decimal integer as Redis reads it, when it is one from lo to hi (both
+-- below 2^53): its value, else nil.
+local function integer_in(s, lo, hi)
+  if #s <= 15 and (find(s, '^[1-9]%d*$') or s == '0') then
+    local v = s + 0
+    if v >= lo and v <= hi then return v end
+  end
+  return nil
+end
+
+local function number(s, name, lo, hi)
+  local v = integer_in(s, lo, hi)
+  if not v then bad_number(name, lo, hi) end
+  return v
+end
+
+-- Whether s is an integer Redis reads (it fits a signed 64-bit) above v.
+local function positive_above(s, v)
+  if not find(s, '^[1-9]%d*$') then return false end
+  if #s > 19 or (#s == 19 and s > LEASE_MAX) then return false end
+  if #s > 15 then return true end
+  return s + 0 > v
+end
+
+-- A parameter whose bound is a setting: the hint names the table.
+local function capped(s, name, setting)
+  local hi = min(SETTINGS[setting], MAX_LIMIT)
+  local v = integer_in(s, 1, hi)
+  if v then return v end
+  if positive_above(s, hi) and hi < SETTING_CEILING then
+    fail(fmt('ERR %s must be an integer from 1 to %.0f (the %s setting at the top of the library raises the cap, up to %.0f)',
+      name, hi, setting, SETTING_CEILING))
+  end
+  bad_number(name, 1, hi)
+end
+
+-- A duration in the unit: µs.
+local function duration(s, name, lo, per_unit)
+  return number(s, name, lo, MAX_PERIOD / per_unit) * per_unit
+end
+
+-- The options, their words and how they exclude each other (src/options.rs's
+-- table; tests/functions.rs checks that the two agree).
+local MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK = 1, 2, 3, 4, 5, 6, 7
+-- The modes (rl-core's Mode).
+local TAKE = 0
+
+-- (Blocks of their own keep helpers out of the top level, which may hold
+-- at most 200 locals.)
+local RATE_OPTIONS = { MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK }
+local LEASE_OPTIONS = { MS, PEEK }
+local UNIT_OPTIONS = { MS }
+local unknown_option, options
+do
+  local OPTION_WORDS = { 'MS', 'PEEK', 'REFUND', 'FORCE', 'WAIT', 'AT_MOST', 'BLOCK' }
+  local OPTION_OF = { ms = MS, peek = PEEK, refund = REFUND, force = FORCE, wait = WAIT, at_most = AT_MOST, block = BLOCK }
+  local TAKE_WAYS = 'each says how the units are taken: choose one'
+  local EXCLUSIVE = {
+    { REFUND, FORCE, TAKE_WAYS },
+    { REFUND, WAIT, TAKE_WAYS },
+    { REFUND, AT_MOST, TAKE_WAYS },
+    { FORCE, WAIT, TAKE_WAYS },
+    { FORCE, AT_MOST, TAKE_WAYS },
+    { WAIT, AT_MOST, TAKE_WAYS },
+    { REFUND, BLOCK, 'a refund is never refused' },
+    { FORCE, BLOCK, 'a forced request is never refused' },
+  }
+
+  local function accepts_words(accepts, last)
+    local list = {}
+    for i = 1, #accepts do list[i] = OPTION_WORDS[accepts[i]] end
+    return words(list, last)
+  end
+
+  local function taken(accepts, option)
+    for i = 1, #accepts do
+      if accepts[i] == option then return true end
+    end
+    return false
+  end
+
+  function unknown_option(command, token, accepts, takes_quantity)
+    local option = OPTION_OF[lower(token)]
+    if option then
+      fail(fmt('ERR syntax error: \'%s\' does not take %s (it takes %s)', command, OPTION_WORDS[option],
+        accepts_words(accepts, 'or')))
+    end
+    local first = byte(token, 1)
+    local numeric = first and ((first >= 48 and first <= 57) or first == 45)
+    local hint = ''
+    if takes_quantity and numeric then
+      hint = '; quantity comes right after the parameters, before any option'
+    end
+    fail(fmt('ERR syntax error: unknown option \'%s\' (expected %s%s)', printable(token), accepts_words(accepts, 'or'), hint))
+  end
+
+  -- `[quantity] [options]` from args[from]: a request {q, unit, peek, mode,
+  -- max_wait, block}.
+  function options(command, args, from, accepts)
+    local req = { q = 1, unit = 1000000, peek = false, mode = TAKE }
+    local i, n = from, #args
+    if i <= n then
+      local first = byte(args[i], 1)
+      local alphabetic = first and ((first >= 65 and first <= 90) or (first >= 97 and first <= 122))
+      if not alphabetic then
+        req.q = number(args[i], 'quantity', 0, MAX_QUANTITY)
+        i = i + 1
+      end
+    end
+    if i > n then return req end
+    local seen, block, max_wait = {}, nil, nil
+    while i <= n do
+      local token = args[i]
+      local option = OPTION_OF[lower(token)]
+      if not option or not taken(accepts, option) then unknown_option(command, token, accepts, true) end
+      if option == WAIT or option == BLOCK then
+        if seen[option] then fail('ERR syntax error: ' .. OPTION_WORDS[option] .. ' is given twice') end
+        i = i + 1
+        local value = args[i]
+        if not value then
+          fail(fmt('ERR syntax error: %s needs a value (%s)', OPTION_WORDS[option],
+            option == WAIT and 'WAIT max_wait' or 'BLOCK duration'))
+        end
+        if option == WAIT then max_wait = value else block = value end
+      end
+      seen[option] = true
+      if option == MS then
+        req.unit = 1000
+      elseif option == PEEK then
+        req.peek = true
+      elseif option ~= BLOCK and option ~= WAIT then
+        req.mode = option
+      end
+      i = i + 1
+    end
+    for k = 1, #EXCLUSIVE do
+      local pair = EXCLUSIVE[k]
+      if seen[pair[1]] and seen[pair[2]] then
+        fail(fmt('ERR syntax error: %s and %s cannot be combined (%s)', OPTION_WORDS[pair[1]], OPTION_WORDS[pair[2]], pair[3]))
+      end
+    end
+    if max_wait then
+      req.mode = WAIT
+      req.max_wait = duration(max_wait, 'WAIT max_wait', 0, req.unit)
+    end
+    if block then req.block = duration(block, 'BLOCK duration', 1, req.unit) end
+    return req
+  end
+end
+
+-------------------------------------------------------------------------------
+-- Decisions (rl-core's Decision): retry is -1 (allowed), -2 (never) or µs.
+
+local ALLOWED, NEVER = -1, -2
+
+local function decision(blocked, limit, remaining, retry, reset)
+  return { blocked = blocked, limit = limit, remaining = remaining, retry = retry, reset = reset }
+end
+
+local function ceil_div(n, d)
+  local q = floor(n / d)
+  if q * d < n then q = q + 1 end
+  return q
+end
+
+local function five(d, unit)
+  local retry = d.retry
+  if retry < 0 then retry = -1 else retry = ceil_div(retry, unit) end
+  return { d.blocked and 1 or 0, d.limit, d.remaining, retry, ceil_div(d.reset, unit) }
+end
+
+-- An outcome: the decision, and the update (change, expires_at) if any.
+local function unchanged(d) return { d = d } end
+
+-- A query (q 0) changes nothing; more than the limit can never pass.
+local function settled(d, q)
+  if q == 0 then return unchanged(d) end
+  if q > d.limit then
+    d.blocked, d.retry = true, NEVER
+    return unchanged(d)
+  end
+  return nil
+end
+
+-- rl-core's `refunded`: the decision of a query on the state a refund leaves.
+local function refunded(lim, state, now, kind, value)
+  if kind == 'same' then
+    return { d = lim:check(state, now, 0).d, give = 'nothing' }
+  elseif kind == 'rested' then
+    return { d = lim:check(nil, now, 0).d, give = 'rested' }
+  end
+  local d = lim:check(value, now, 0).d
+  return { d = d, give = 'store', change = value, expires_at = now + d.reset }
+end
+
+local function beyond(what)
+  fail('ERR ' .. what .. ' beyond the functions edition\'s range (instants up to '
+    .. fmt('%.0f', RANGE.instant) .. ' microseconds after the epoch, the year 2160)')
+end
+
+local function gcd(a, b)
+  while b ~= 0 do a, b = b, a % b end
+  return a
+end
+
+-- x = q * d + r with 0 <= r < d, for |x| below 2^52.
+local function divmod_floor(x, d)
+  local q = floor(x / d)
+  local r = x - q * d
+  if r < 0 then q, r = q - 1, r + d elseif r >= d then q, r = q + 1, r - d end
+  return q, r
+end
+
+-------------------------------------------------------------------------------
+-- GCRA (rl-core/src/gcra.rs). Instants are exact rationals kept as whole µs
+-- `u` and ticks `f` (0 <= f < d) of 1/d µs, d = count / gcd(period, count):
+-- the module's ticks, split so that each part fits a double.
+
+local Gcra, new_gcra
+do
+  Gcra = {}
+  Gcra.__index = Gcra
+
+  local function tt_add(au, af, bu, bf, d)
+    local u, f = au + bu, af + bf
+    if f >= d then u, f = u + 1, f - d end
+    return u, f
+  end
+
+  local function tt_sub(au, af, bu, bf, d)
+    local u, f = au - bu, af - bf
+    if f < 0 then u, f = u - 1, f + d end
+    return u, f
+  end
+
+  local function tt_gt(au, af, bu, bf)
+    return au > bu or (au == bu and af > bf)
+  end
+
+  local function ceil_us(u, f)
+    if f > 0 then return u + 1 end
+    return u
+  end
+
+  function new_gcra(max_burst, count, period)
+    local g = gcd(period, count)
+    local lim = setmetatable({ limit = max_burst + 1, d = count / g, T = period / g, reserves = true }, Gcra)
+    lim.tol_u, lim.tol_f = muldivmod(lim.limit, lim.T, lim.d)
+    return lim
+  end
+
+  -- The ticks of (u, f) as whole emission intervals and the rest in ticks.
+  function Gcra:per_interval(u, f)
+    local q, r = muldivmod(u, self.d, self.T)
+    if not q then return nil end
+    local extra, rest = divmod_floor(r + f, self.T)
+    return q + extra, rest
+  end
+
+  -- How many requests fit between (u, f) and the horizon (hu, hf).
+  function Gcra:free(hu, hf, u, f)
+    if not tt_gt(hu, hf, u, f) then return 0 end
+    local du, df = tt_sub(hu, hf, u, f, self.d)
+    return min(self:per_interval(du, df), self.limit)
+  end
+
+  function Gcra:recorded(now, nu, nf)
+    if nu >= RANGE.instant then beyond('the theoretical arrival time would be') end
+    local hu, hf = tt_add(now, 0, self.tol_u, self.tol_f, self.d)
+    local ru, rf = tt_sub(nu, nf, now, 0, self.d)
+    return {
+      d = decision(false, self.limit, self:free(hu, hf, nu, nf), ALLOWED, ceil_us(ru, rf)),
+      change = { u = nu, f = nf },
+      expires_at = ceil_us(nu, nf),
+    }
+  end
+
+  function Gcra:tat(state, at)
+    if state and tt_gt(state.u, state.f, at, 0) then return state.u, state.f end
+    return at, 0
+  end
+
+  function Gcra:check(state, now, q)
+    local d = self.d
+    local tu, tf = self:tat(state, now)
+    local hu, hf = tt_add(now, 0, self.tol_u, self.tol_f, d)
+    local ru, rf = tt_sub(tu, tf, now, 0, d)
+    local dec = decision(false, self.limit, self:free(hu, hf, tu, tf), ALLOWED, ceil_us(ru, rf))
+    local done = settled(dec, q)
+    if done then return done end
+    local qu, qf = muldivmod(q, self.T, d)
+    local nu, nf = tt_add(tu, tf, qu, qf, d)
+    if tt_gt(nu, nf, hu, hf) then
+      dec.blocked = true
+      dec.retry = ceil_us(tt_sub(nu, nf, hu, hf, d))
+      return unchanged(dec)
+    end
+    return self:recorded(now, nu, nf)
+  end
+
+  function Gcra:force(state, now, q)
+    local d = self.d
+    local tu, tf = self:tat(state, now)
+    -- Overdrawn (rl-core): TAT - now + q * T > MAX_HELD * T, counted in
+    -- emission intervals.
+    local ahead_u, ahead_f = tt_sub(tu, tf, now, 0, d)
+    local k, rest = self:per_interval(ahead_u, ahead_f)
+    if not k then beyond('the theoretical arrival time would be') end
+    if k + q > MAX_HELD or (k + q == MAX_HELD and rest > 0) then return nil end
+    local qu, qf = muldivmod(q, self.T, d)
+    if not qu or qu >= RANGE.instant - tu then beyond('the theoretical arrival time would be') end
+    return self:recorded(now, tt_add(tu, tf, qu, qf, d))
+  end
+
+  function Gcra:reserve(state, now, at, q)
+    local tu, tf = self:tat(state, max(at, now))
+    local qu, qf = muldivmod(q, self.T, self.d)
+    return self:recorded(now, tt_add(tu, tf, qu, qf, self.d))
+  end
+
+  function Gcra:rested_at(state, now)
+    if not state then return now end
+    return max(ceil_us(state.u, state.f), now)
+  end
+
+  function Gcra:refund(state, now, q)
+    if not state or q == 0 or not tt_gt(state.u, state.f, now, 0) then
+      return refunded(self, state, now, 'same')
+    end
+    local bu, bf = muldivmod(q, self.T, self.d)
+    if not bu or not tt_gt(state.u, state.f, bu, bf) then return refunded(self, state, now, 'rested') end
+    local tu, tf = tt_sub(state.u, state.f, bu, bf, self.d)
+    if not tt_gt(tu, tf, now, 0) then return refunded(self, state, now, 'rested') end
+    return refunded(self, state, now, 'store', { u = tu, f = tf })
+  end
+
+  -- The stored TAT in this limiter's ticks, rounded up (later) when it was
+  -- written with another denominator: it never admits more.
+  function Gcra:adopt(raw)
+    if raw.d == self.d then return { u = raw.u, f = raw.f } end
+    local c, r = muldivmod(raw.f, self.d, raw.d)
+    if r > 0 then c = c + 1 end
+    if c == self.d then return { u = raw.u + 1, f = 0 } end
+    return { u = raw.u, f = c }
+  end
+end
+
+-------------------------------------------------------------------------------
+-- Token bucket (rl-core/src/token_bucket.rs). A level is `tok` whole tokens
+-- and `gr` grains (0 <= gr < gpt, the grains per token); `tok` is negative
+-- in debt.
+
+local Bucket = {}
+Bucket.__index = Bucket
+
+local function new_bucket(capacity, count, period)
+  local g = gcd(count, period)
+  return setmetatable({ limit = capacity, gpt = period / g, gpm = count / g, reserves = true }, Bucket)
+end
+
+-- ceil((a * gpt + b) / gpm) µs, for a >= 0 and -gpt < b.
+function Bucket:time_for(a, b)
+  local q, r = muldivmod(a, self.gpt, self.gpm)
+  if not q then beyond('the token bucket would refill') end
+  local extra, rest = divmod_floor(r + b, self.gpm)
+  if rest > 0 then extra = extra + 1 end
+  return q + extra
+end
+
+-- The time until full from (tok, gr).
+function Bucket:to_full(tok, gr)
+  if tok >= self.limit then return 0 end
+  return self:time_for(self.limit - tok, -gr)
+end
+
+function Bucket:remaining(tok)
+  if tok <= 0 then return 0 end
+  return min(tok, self.limit)
+end
+
+-- The level at `now`: the stored one refilled since it was written, or less
+-- the refill still owed when it was written for a later instant.
+function Bucket:level_at(state, now)
+  if not state then return self.limit, 0 end
+  local tok, gr = state.tok, state.gr
+  if tok >= self.limit then tok, gr = self.limit, 0 end
+  if now >= state.at then
+    local elapsed = now - state.at
+    if elapsed == 0 or tok >= self.limit then return tok, gr end
+    if elapsed >= self:to_full(tok, gr) then return self.limit, 0 end
+    local dt, dg = muldivmod(elapsed, self.gpm, self.gpt)
+    tok, gr = tok + dt, gr + dg
+    if gr >= self.gpt then tok, gr = tok + 1, gr - self.gpt end
+    if tok >= self.limit then return self.limit, 0 end
+    return tok, gr
+  end
+  local ot, og = muldivmod(state.at - now, self.gpm, self.gpt)
+  if not ot then beyond('the token bucket would owe a refill') end
+  tok, gr = tok - ot, gr - og
+  if gr < 0 then tok, gr = tok - 1, gr + self.gpt end
+  return tok, gr
+end
+
+function Bucket:recorded(now, at, tok, gr)
+  if at >= RANGE.instant then beyond('the token bucket would be written') end
+  local stored = { tok = tok, gr = gr, at = at }
+  local lt, lg = tok, gr
+  if at ~= now then lt, lg = self:level_at(stored, now) end
+  local reset = self:to_full(lt, lg)
+  if now + reset >= RANGE.instant then beyond('the token bucket would refill') end
+  return {
+    d = decision(false, self.limit, self:remaining(lt), ALLOWED, reset),
+    change = stored,
+    expires_at = now + reset,
+  }
+end
+
+function Bucket:check(state, now, q)
+  local tok, gr = self:level_at(state, now)
+  local dec = decision(false, self.limit, self:remaining(tok), ALLOWED, self:to_full(tok, gr))
+  local done = settled(dec, q)
+  if done then return done end
+  if tok < q then
+    dec.blocked = true
+    dec.retry = self:time_for(q - tok, -gr)
+    return unchanged(dec)
+  end
+  return self:recorded(now, now, tok - q, gr)
+end
+
+function Bucket:force(state, now, q)
+  local tok, gr = self:level_at(state, now)
+  if self.limit - (tok - q) > MAX_HELD then return nil end
+  return self:recorded(now, now, tok - q, gr)
+end
+
+function Bucket:reserve(state, now, at, q)
+  at = max(at, now)
+  local tok, gr = self:level_at(state, at)
+  return self:recorded(now, at, tok - q, gr)
+end
+
+function Bucket:rested_at(state, now)
+  return now + self:check(state, now, 0).d.reset
+end
+
+function Bucket:refund(state, now, q)
+  if not state or q == 0 then return refunded(self, state, now, 'same') end
+  local tok, gr = self:level_at(state, now)
+  if tok >= self.limit then return refunded(self, state, now, 'same') end
+  if tok + q >= self.limit then return refunded(self, state, now, 'rested') end
+  return refunded(self, state, now, 'store', { tok = tok + q, gr = gr, at = now })
+end
+
+-- A stored level in this bucket's grains: rounded toward less when it was
+-- written with another grain, never granting a grain more.
+function Bucket:adopt(raw)
+  local gpt = self.gpt
+  if raw.gpt == gpt then return { tok = raw.tok, gr = raw.gr, at = raw.at } end
+  if raw.tok >= 0 then
+    local part = muldivmod(raw.gr, gpt, raw.gpt)
+    return { tok = raw.tok, gr = part, at = raw.at }
+  end
+  -- A debt: its magnitude, rescaled up.
+  local mt, mr = -raw.tok, 0
+  if raw.gr > 0 then mt, mr = -raw.tok - 1, raw.gpt - raw.gr end
+  local c, r = muldivmod(mr, gpt, raw.gpt)
+  if r > 0 then c = c + 1 end
+  if c == 0 then return { tok = -mt, gr = 0, at = raw.at } end
+  if c == gpt then return { tok = -mt - 1, gr = 0, at = raw.at } end
+  return { tok = -mt - 1, gr = gpt - c, at = raw.at }
+end
+
+-------------------------------------------------------------------------------
+-- Windows aligned to the epoch (rl-core/src/window.rs), fixed window and
+-- sliding counter.
+
+local function until_(now, at)
+  if at > now then return at - now end
+  return 0
+end
+
+local Fixed = {}
+Fixed.__index = Fixed
+
+local function new_fixed(limit, window)
+  return setmetatable({ limit = limit, w = window, reserves = false }, Fixed)
+end
+
+function Fixed:in_force(state, now)
+  local current = now - now % self.w
+  if state and state.start >= current then
+    return state.start - state.start % self.w, state.count
+  end
+  return current, 0
+end
+
+function Fixed:recorded(dec, start, count, now)
+  local finish = start + self.w
+  dec.remaining = max(self.limit - count, 0)
+  dec.reset = until_(now, finish)
+  return { d = dec, change = { start = start, count = count }, expires_at = finish }
+end
+
+function Fixed:check(state, now, q)
+  local start, used = self:in_force(state, now)
+  local to_end = until_(now, start + self.w)
+  local reset = to_end
+  if used == 0 then reset = 0 end
+  local dec = decision(false, self.limit, max(self.limit - used, 0), ALLOWED, reset)
+  local done = settled(dec, q)
+  if done then return done end
+  if start > MAX_WINDOW_START then
+    dec.blocked, dec.retry = true, NEVER
+    return unchanged(dec)
+  end
+  if used + q > self.limit then
+    dec.blocked, dec.retry = true, to_end
+    return unchanged(dec)
+  end
+  return self:recorded(dec, start, used + q, now)
+end
+
+function Fixed:force(state, now, q)
+  local start, used = self:in_force(state, now)
+  if used + q > MAX_HELD or start > MAX_WINDOW_START then return nil end
+  return self:recorded(decision(false, self.limit, 0, ALLOWED, 0), start, used + q, now)
+end
+
+function Fixed:rested_at(state, now)
+  return now + self:check(state, now, 0).d.reset
+end
+
+function Fixed:refund(state, now, q)
+  local start, used = self:in_force(state, now)
+  if used == 0 or q == 0 then return refunded(self, state, now, 'same') end
+  if used <= q then return refunded(self, state, now, 'rested') end
+  return refunded(self, state, now, 'store', { start = start, count = used - q })
+end
+
+local Counter = {}
+Counter.__index = Counter
+
+local function new_counter(limit, window)
+  return setmetatable({ limit = limit, w = window, reserves = false }, Counter)
+end
+
+function Counter:counts_at(state, now)
+  local w = self.w
+  local current = now - now % w
+  if not state then return current, 0, 0 end
+  local start = state.start - state.start % w
+  local prev, cur = state.prev, state.cur
+  if start ~= state.start then prev, cur = 0, state.cur + state.prev end
+  if start >= current then return start, prev, cur end
+  if start + w == current then return current, cur, 0 end
+  return current, 0, 0
+end
+
+function Counter:reset(now, start, prev, cur)
+  if cur > 0 then return until_(now, start + 2 * self.w) end
+  if prev > 0 then return until_(now, start + self.w) end
+  return 0
+end
+
+-- ceil(prev * (W - e) / W): the previous window's weighted share.
+function Counter:share(prev, elapsed)
+  local q, r = muldivmod(prev, self.w - elapsed, self.w)
+  if r > 0 then q = q + 1 end
+  return q
+end
+
+-- floor(n * w / prev) capped at w.
+function Counter:span(n, prev)
+  if n >= prev then return self.w end
+  return (muldivmod(n, self.w, prev))
+end
+
+function Counter:next_fit(start, elapsed, prev, cur, q)
+  local w, limit = self.w, self.limit
+  if cur + q <= limit and prev > 0 then
+    local e = w - self:span(limit - cur - q, prev)
+    if e < w and e > elapsed then return start + e end
+  end
+  local nxt = start + w
+  if cur == 0 then return nxt end
+  return nxt + (w - self:span(limit - q, cur))
+end
+
+function Counter:elapsed(now, start)
+  local e = 0
+  if now > start then e = now - start end
+  return min(e, self.w)
+end
+
+function Counter:check(state, now, q)
+  local start, prev, cur = self:counts_at(state, now)
+  local limit = self.limit
+  local elapsed = self:elapsed(now, start)
+  local share = self:share(prev, elapsed)
+  local free = max(limit - share, 0)
+  local function remaining_with(c) return min(max(free - c, 0), limit) end
+  local dec = decision(false, limit, remaining_with(cur), ALLOWED, self:reset(now, start, prev, cur))
+  local done = settled(dec, q)
+  if done then return done end
+  if start > MAX_WINDOW_START then
+    dec.blocked, dec.retry = true, NEVER
+    return unchanged(dec)
+  end
+  if share + cur + q > limit then
+    dec.blocked = true
+    dec.retry = until_(now, self:next_fit(start, elapsed, prev, cur, q))
+    return unchanged(dec)
+  end
+  local reset = self:reset(now, start, prev, cur + q)
+  return {
+    d = decision(false, limit, remaining_with(cur + q), ALLOWED, reset),
+    change = { start = start, prev = prev, cur = cur + q },
+    expires_at = now + reset,
+  }
+end
+
+function Counter:force(state, now, q)
+  local start, prev, cur = self:counts_at(state, now)
+  cur = cur + q
+  if cur > MAX_HELD or prev > MAX_HELD or start > MAX_WINDOW_START then return nil end
+  local reset = self:reset(now, start, prev, cur)
+  local share = self:share(prev, self:elapsed(now, start))
+  return {
+    d = decision(false, self.limit, max(self.limit - share - cur, 0), ALLOWED, reset),
+    change = { start = start, prev = prev, cur = cur },
+    expires_at = now + reset,
+  }
+end
+
+function Counter:rested_at(state, now)
+  return now + self:check(state, now, 0).d.reset
+end
+
+function Counter:refund(state, now, q)
+  local start, prev, cur = self:counts_at(state, now)
+  local from_cur = min(q, cur)
+  local from_prev = min(q - from_cur, prev)
+  local p, c = prev - from_prev, cur - from_cur
+  if q == 0 or prev + cur == 0 or start > MAX_WINDOW_START then return refunded(self, state, now, 'same') end
+  if p + c == 0 then return refunded(self, state, now, 'rested') end
+  return refunded(self, state, now, 'store', { start = start, prev = p, cur = c })
+end
+
+-------------------------------------------------------------------------------
+-- Sliding log (rl-core/src/sliding_log.rs). A log is the stored bytes read
+-- in place: 'L', the ring's oldest slot (4 bytes), then 8-byte instants.
+
+local LOG_HEADER = 5
+
+-- The i-th instant from the oldest (0-based).
+local function log_get(log, i)
+  local slot = (log.oldest + i) % log.n
+  local v = u64_at(log.s, LOG_HEADER + 1 + slot * 8)
+  if not v or v >= RANGE.instant then beyond('the sliding log holds an instant') end
+  return v
+end
+
+-- How many entries are later than `after` (binary search).
+local function log_later_than(log, after)
+  local lo, hi = 0, log.n
+  while lo < hi do
+    local mid = floor((lo + hi) / 2)
+    if log_get(log, mid) > after then hi = mid else lo = mid + 1 end
+  end
+  return log.n - lo
+end
+
+local Log = {}
+Log.__index = Log
+
+local function new_log(limit, window)
+  return setmetatable({ limit = limit, w = window, reserves = true }, Log)
+end
+
+function Log:in_window(log, now)
+  if not log then return 0 end
+  if now >= self.w then return log_later_than(log, now - self.w) end
+  return log.n
+end
+
+-- A query's decision on the log's first n entries, of which the newest
+-- in_window are in the window.
+function Log:query(log, now, n, in_window)
+  local reset = 0
+  if n > 0 and in_window > 0 then reset = until_(now, log_get(log, n - 1) + self.w) end
+  return decision(false, self.limit, max(self.limit - in_window, 0), ALLOWED, reset)
+end
+
+-- `q` entries at `at` (>= now): they go in at their instant; entries from
+-- the future (reservations) stay the newest.
+function Log:appended(newest, in_window, now, at, q)
+  local keep = max(self.limit, in_window + q)
+  local last = at
+  if newest and newest > last then last = newest end
+  local reset = until_(now, last + self.w)
+  return {
+    d = decision(false, self.limit, max(self.limit - in_window - q, 0), ALLOWED, reset),
+    change = { at = at, count = q, keep = keep },
+    expires_at = now + reset,
+  }
+end
+
+function Log:survey(log, now)
+  if not log or log.n == 0 then return nil, 0 end
+  return log_get(log, log.n - 1), self:in_window(log, now)
+end
+
+function Log:check(log, now, q)
+  local n = log and log.n or 0
+  local in_window = self:in_window(log, now)
+  local dec = self:query(log, now, n, in_window)
+  local done = settled(dec, q)
+  if done then return done end
+  local may_stay = self.limit - q
+  if n > may_stay then
+    local wait = until_(now, log_get(log, n - 1 - may_stay) + self.w)
+    if wait > 0 then
+      dec.blocked, dec.retry = true, wait
+      return unchanged(dec)
+    end
+  end
+  local newest = nil
+  if n > 0 then newest = log_get(log, n - 1) end
+  return self:appended(newest, in_window, now, now, q)
+end
+
+function Log:force(log, now, q)
+  local newest, in_window = self:survey(log, now)
+  if in_window + q > MAX_HELD then return nil end
+  return self:appended(newest, in_window, now, now, q)
+end
+
+function Log:reserve(log, now, at, q)
+  local newest, in_window = self:survey(log, now)
+  return self:appended(newest, in_window, now, max(at, now), q)
+end
+
+function Log:rested_at(log, now)
+  return now + self:check(log, now, 0).d.reset
+end
+
+function Log:refund(log, now, q)
+  if not log then return { d = self:check(nil, now, 0).d, give = 'nothing' } end
+  local in_window = self:in_window(log, now)
+  local shed = min(q, in_window)
+  local dec = self:query(log, now, log.n - shed, in_window - shed)
+  if shed == 0 then return { d = dec, give = 'nothing' } end
+  if shed == in_window then return { d = dec, give = 'rested' } end
+  local horizon = nil
+  if now >= self.w then horizon = now - self.w end
+  return { d = dec, give = 'store', change = { newest = shed, horizon = horizon }, expires_at = now + dec.reset }
+end
+
+-------------------------------------------------------------------------------
+-- Concurrency (rl-core/src/concurrency.rs, src/codec/concurrency.rs): 'Q',
+-- the last lease id (8 bytes), then 20-byte records: id, deadline (0 once
+-- released in place), units.
+
+local LEASE_HEADER, RECORD = 9, 20
+
+local function lease_view(s)
+  local shape = 'expected \'Q\', the last lease id and 20-byte leases'
+  if #s < LEASE_HEADER or byte(s, 1) ~= 81 or (#s - LEASE_HEADER) % RECORD ~= 0 then return nil, shape end
+  local n = (#s - LEASE_HEADER) / RECORD
+  local records = {}
+  local last = u64_at(s, 2)
+  if not last then return nil, nil, true end
+  local previous = 0
+  for i = 1, n do
+    local at = LEASE_HEADER + (i - 1) * RECORD + 1
+    local id, deadline = u64_at(s, at), u64_at(s, at + 8)
+    if not id or not deadline then return nil, nil, true end
+    local units = unpack('<I4', s, at + 16)
+    records[i] = { id = id, deadline = deadline, units = units }
+  end
+  if n > 0 then last = max(last, records[n].id) end
+  for i = 1, n do
+    local r = records[i]
+    if r.id <= previous or r.id > last or r.units == 0 then
+      return nil, 'a lease out of order, or with no units'
+    end
+    previous = r.id
+  end
+  return { records = records, last = last, n = n }
+end
+
+local function record_bytes(id, deadline, units)
+  return u64_bytes(id) .. u64_bytes(deadline) .. pack('<I4', units)
+end
+
+-- The leases of a view (not released), with their position among records.
+local function leases_of(view)
+  local out = {}
+  if not view then return out end
+  for i = 1, view.n do
+    local r = view.records[i]
+    if r.deadline ~= 0 then out[#out + 1] = r end
+  end
+  return out
+end
+
+local Leases = {}
+Leases.__index = Leases
+
+local function new_leases(limit, timeout)
+  return setmetatable({ limit = limit, timeout = timeout }, Leases)
+end
+
+-- When a key whose latest deadline is `latest` and last id `last` stops
+-- mattering: no earlier than the instant after its last id, so that an id
+-- derived from the clock never repeats.
+local function lease_expiry(latest, last)
+  return max(latest, last + 1)
+end
+
+function Leases:acquire(view, now, q)
+  local held, latest, expired = 0, now, 0
+  local live = {}
+  for _, l in ipairs(leases_of(view)) do
+    if now < l.deadline then
+      held = held + l.units
+      latest = max(latest, l.deadline)
+      live[#live + 1] = l
+    else
+      expired = expired + 1
+    end
+  end
+  local dec = decision(false, self.limit, max(self.limit - held, 0), ALLOWED, latest - now)
+  if q == 0 then return { d = dec } end
+  if q > self.limit then
+    dec.blocked, dec.retry = true, NEVER
+    return { d = dec }
+  end
+  if held + q > self.limit then
+    sort(live, function(a, b)
+      if a.deadline ~= b.deadline then return a.deadline < b.deadline end
+      return a.units < b.units
+    end)
+    local wait, left = 0, held
+    for _, l in ipairs(live) do
+      left = left - l.units
+      if left + q <= self.limit then
+        wait = l.deadline - now
+        break
+      end
+    end
+    dec.blocked, dec.retry = true, wait
+    return { d = dec }
+  end
+  local last = view and view.last or 0
+  local id = max(now, last + 1)
+  local deadline = now + self.timeout
+  latest = max(latest, deadline)
+  dec.remaining = self.limit - held - q
+  dec.reset = latest - now
+  return {
+    d = dec,
+    lease = id,
+    update = { now = now, acquired = { id = id, deadline = deadline, units = q }, last = id, expired = expired,
+      expires_at = lease_expiry(latest, id) },
+  }
+end
+
+-- The update that keeps the live leases at `now` less `released`, with
+-- `renewed` ({id, deadline}).
+local function lease_update(view, now, released, renewed)
+  local expired, latest, any = 0, 0, false
+  for _, l in ipairs(leases_of(view)) do
+    if now >= l.deadline then
+      expired = expired + 1
+    elseif l.id ~= released then
+      local deadline = l.deadline
+      if renewed and renewed.id == l.id then deadline = renewed.deadline end
+      latest = max(latest, deadline)
+      any = true
+    end
+  end
+  local last = view.last
+  local expires_at = nil
+  if any then
+    expires_at = lease_expiry(latest, last)
+  elseif last >= now then
+    expires_at = lease_expiry(now, last)
+  end
+  return { now = now, released = released, renewed = renewed, last = last, expired = expired, expires_at = expires_at }
+end
+
+local function find_live(view, now, id)
+  if not view or not id then return nil end
+  for _, l in ipairs(leases_of(view)) do
+    if l.id == id and now < l.deadline then return l end
+  end
+  return nil
+end
+
+-------------------------------------------------------------------------------
+-- One limit's judgement of a request (rl-core/src/request.rs): what to
+-- answer, what it grants, its earliest instant and what to store.
+
+local NOTHING = { kind = 'nothing' }
+
+local function record_effect(outcome)
+  if outcome.change then return { kind = 'record', change = outcome.change, expires_at = outcome.expires_at } end
+  return NOTHING
+end
+
+local function verdict(d, granted, earliest, effect)
+  return { d = d, granted = granted, earliest = earliest, effect = effect }
+end
+
+local function while_blocked(d, block, now)
+  if block then
+    d.remaining = 0
+    d.reset = max(d.reset, until_(now, block))
+  end
+  return d
+end
+
+local function recorded(outcome, block, now, granted, at)
+  return verdict(while_blocked(outcome.d, block, now), granted, at, record_effect(outcome))
+end
+
+local function refused(lim, block, now, req, max_wait, delay, rested_at, own)
+  local q = req.q
+  local rests = 0
+  if rested_at then rests = until_(now, rested_at) elseif own then rests = own.d.reset end
+  local remaining = 0
+  if own and not block then remaining = own.d.remaining end
+  local starts = nil
+  if req.block and not block and delay and q > 0 then starts = now + req.block end
+  local retry = NEVER
+  if delay then
+    local wait = delay
+    if starts then wait = max(delay, req.block) end
+    retry = max(wait - max_wait, 0)
+  end
+  local ends = starts or block
+  local reset = rests
+  if ends then reset = max(rests, until_(now, ends)) end
+  if q == 0 and not block then retry = ALLOWED end
+  if starts then remaining = 0 end
+  local effect = NOTHING
+  if starts then effect = { kind = 'block', ends = starts, expires_at = max(now + rests, starts) } end
+  local earliest = nil
+  if delay then earliest = now + delay end
+  return verdict(decision(q > 0 or block ~= nil, lim.limit, remaining, retry, reset), 0, earliest, effect)
+end
+
+local function decide_wait(lim, state, block, now, req, max_wait, joint, rested_at, own)
+  local q = req.q
+  local left = 0
+  if block then left = until_(now, block) end
+  local delay
+  if not own then
+    if q <= lim.limit then delay = left end
+  else
+    local r = own.d.retry
+    if r == ALLOWED then delay = max(0, left) elseif r ~= NEVER then delay = max(r, left) end
+  end
+  local earliest = nil
+  if delay then earliest = now + delay end
+  if joint and joint.at then delay = until_(now, joint.at) end
+  if delay == 0 and own and not own.d.blocked then
+    local granted = 0
+    if own.change then granted = q end
+    return verdict(own.d, granted, earliest, record_effect(own))
+  end
+  if delay and delay <= max_wait and delay > 0 then
+    local at = now + delay
+    local reserved = lim.reserves and lim:reserve(state, now, at, q)
+    if reserved then
+      local v = recorded(reserved, block, now, q, at)
+      v.d.retry = delay
+      return v
+    end
+    return refused(lim, block, now, req, max_wait, delay, rested_at, nil)
+  end
+  return refused(lim, block, now, req, max_wait, delay, rested_at, own)
+end
+
+local function wait(lim, state, block, now, req, max_wait, joint)
+  local rested_at, own = nil, nil
+  if block then rested_at = lim:rested_at(state, now) end
+  if not (block and rested_at <= block) then own = lim:check(state, now, req.q) end
+  return decide_wait(lim, state, block, now, req, max_wait, joint, rested_at, own)
+end
+
+local function one_of(req)
+  return { q = 1, mode = req.mode, block = req.block, max_wait = req.max_wait }
+end
+
+local function grant_less(lim, state, now, req, wanted)
+  local granted = min(wanted, lim:check(state, now, 0).d.remaining)
+  if granted == 0 then return wait(lim, state, nil, now, one_of(req), 0, nil) end
+  local took = lim:check(state, now, granted)
+  if took.change and not took.d.blocked then return recorded(took, nil, now, granted, now) end
+  return wait(lim, state, nil, now, one_of(req), 0, nil)
+end
+
+local function at_most(lim, state, block, now, req, joint)
+  if block then return wait(lim, state, block, now, one_of(req), 0, nil) end
+  local wanted = req.q
+  if joint and joint.grant then wanted = joint.grant end
+  local took = lim:check(state, now, wanted)
+  if took.change and not took.d.blocked then return recorded(took, block, now, wanted, now) end
+  return grant_less(lim, state, now, req, wanted)
+end
+
+local OVERDRAWN = {}
+
+local function judge_options(lim, state, block, now, req, joint)
+  local q, mode = req.q, req.mode
+  if q == 0 then return wait(lim, state, block, now, req, 0, nil) end
+  if mode == TAKE then return wait(lim, state, block, now, req, 0, joint) end
+  if mode == WAIT then return wait(lim, state, block, now, req, req.max_wait, joint) end
+  if mode == AT_MOST then return at_most(lim, state, block, now, req, joint) end
+  if mode == REFUND then
+    local r = lim:refund(state, now, q)
+    return verdict(while_blocked(r.d, block, now), 0, nil, { kind = 'refund', give = r.give, change = r.change, expires_at = r.expires_at })
+  end
+  local forced = lim:force(state, now, q)
+  if not forced then return OVERDRAWN end
+  return recorded(forced, block, now, q, now)
+end
+
+local function judge(lim, state, block, now, req, joint)
+  if block and now >= block then block = nil end
+  local q, mode = req.q, req.mode
+  local at_once = mode == TAKE or mode == AT_MOST or mode == WAIT or q == 0
+  if not block and not joint and at_once then
+    local own = lim:check(state, now, q)
+    if not own.d.blocked then
+      local granted = 0
+      if own.change then granted = q end
+      return verdict(own.d, granted, now, record_effect(own))
+    end
+    if q ~= 0 then
+      if mode == AT_MOST then return grant_less(lim, state, now, req, q) end
+      if mode == WAIT then return decide_wait(lim, state, nil, now, req, req.max_wait, nil, nil, own) end
+    end
+    if not req.block then
+      local earliest = nil
+      if own.d.retry >= 0 then earliest = now + own.d.retry end
+      return verdict(own.d, 0, earliest, NOTHING)
+    end
+  end
+  if block and mode == TAKE and not joint then
+    if lim:rested_at(state, now) <= block then
+      local left = until_(now, block)
+      local passes = q <= lim.limit
+      local retry, earliest = NEVER, nil
+      if passes then retry, earliest = left, block end
+      return verdict(decision(true, lim.limit, 0, retry, left), 0, earliest, NOTHING)
+    end
+  end
+  return judge_options(lim, state, block, now, req, joint)
+end
+
+-------------------------------------------------------------------------------
+-- Codecs: the module's bytes (src/codec/*.rs). `decode` answers the state,
+-- or nil and what is wrong with it, or nil, nil and true for a valid state
+-- this edition cannot compute exactly.
+
+-- A 7-byte little-endian field; nil at 2^53 or more.
+local function u56_at(s, at)
+  local lo, hi = unpack('<I4I3', s, at)
+  if hi >= 2097152 then return nil end
+  return hi * TWO32 + lo
+end
+
+local TICKS_PER_MICRO = 840
+local decode_gcra, encode_gcra, decode_bucket, encode_bucket, decode_fixed, encode_fixed, decode_counter, encode_counter, decode_log
+do
+  local MAX_TAT_LIMBS = { 32767, 10438, 49461, 28478, 20233, 3 } -- 2^64 - 1 + 4 * 10^24 + 10^15
+  local NOT_A_TAT = 'expected a theoretical arrival time'
+  local TAT_RANGE = 'theoretical arrival time out of range'
+
+  -- units / per_micro, as limbs, into whole µs and a fraction.
+  local function tat_of(units, per_micro)
+    if per_micro < 1 or per_micro > MAX_LIMIT then return nil, TAT_RANGE end
+    local q, r = limbs_divmod(units, per_micro)
+    local u = limbs_value(q)
+    if not u then
+      if limbs_compare(q, MAX_TAT_LIMBS) > 0 then return nil, TAT_RANGE end
+      return nil, nil, true
+    end
+    if u >= RANGE.instant then return nil, nil, true end
+    return { u = u, f = r, d = per_micro }
+  end
+
+  -- A canonical decimal (no sign, no leading zero), as limbs; nil past 2^128.
+  local function decimal_limbs(s)
+    if #s == 0 or #s > 39 or not find(s, '^%d+$') or (#s > 1 and byte(s, 1) == 48) then return nil end
+    local l = { 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+    for i = 1, #s do
+      local carry = byte(s, i) - 48
+      for j = 1, 9 do
+        local v = l[j] * 10 + carry
+        local dgt = v % LIMB
+        l[j] = dgt
+        carry = (v - dgt) / LIMB
+      end
+    end
+    if l[9] ~= 0 then return nil end
+    l[9] = nil
+    return l
+  end
+
+  function decode_gcra(s)
+    local tag = byte(s, 1)
+    if tag == 71 and #s == 9 then
+      local lo, hi = unpack('<I4I4', s, 2)
+      local qh = floor(hi / TICKS_PER_MICRO)
+      local rest = (hi - qh * TICKS_PER_MICRO) * TWO32 + lo
+      local ql = floor(rest / TICKS_PER_MICRO)
+      local f = rest - ql * TICKS_PER_MICRO
+      if qh >= 2097152 then return nil, nil, true end
+      local u = qh * TWO32 + ql
+      if u >= RANGE.instant then return nil, nil, true end
+      return { u = u, f = f, d = TICKS_PER_MICRO }
+    end
+    if tag == 103 and #s == 19 then
+      return tat_of(limbs_from_bytes(s, 6, 14), unpack('<I4', s, 2))
+    end
+    -- The decimal forms of earlier releases: ticks of 1/840 µs, or units/per_micro.
+    local units = decimal_limbs(s)
+    if units then return tat_of(units, TICKS_PER_MICRO) end
+    local slash = find(s, '/', 1, true)
+    if not slash then return nil, NOT_A_TAT end
+    units = decimal_limbs(sub(s, 1, slash - 1))
+    local per = decimal_limbs(sub(s, slash + 1))
+    if not units or not per or per[5] ~= 0 or per[6] ~= 0 or per[7] ~= 0 or per[8] ~= 0 then return nil, NOT_A_TAT end
+    local p = limbs_value(per)
+    if not p or p > MAX_LIMIT then return nil, TAT_RANGE end
+    return tat_of(units, p)
+  end
+
+  function encode_gcra(lim, tat)
+    local d, u, f = lim.d, tat.u, tat.f
+    if TICKS_PER_MICRO % d == 0 then
+      local ul = u % TWO32
+      local low = ul * TICKS_PER_MICRO + f * (TICKS_PER_MICRO / d)
+      local lo = low % TWO32
+      return 'G' .. pack('<I4I4', lo, (u - ul) / TWO32 * TICKS_PER_MICRO + (low - lo) / TWO32)
+    end
+    return 'g' .. pack('<I4', d) .. limbs_bytes(limbs_muladd(u, d, f, 7))
+  end
+
+  local BUCKET_RANGE = 'token level or refill unit out of range'
+
+  function decode_bucket(s)
+    if #s ~= 28 or byte(s, 1) ~= 84 then return nil, 'expected 28 bytes starting with \'T\'' end
+    local at = u64_at(s, 2)
+    local gpt = u56_at(s, 10)
+    if not gpt or gpt < 1 or gpt > MAX_PERIOD then return nil, BUCKET_RANGE end
+    local l = limbs_from_bytes(s, 17, 12)
+    local negative = l[6] >= 32768
+    if negative then l = limbs_negate(l) end
+    local lo = l[1] + l[2] * LIMB + l[3] * LIMB * LIMB
+    local hi = l[4] + l[5] * LIMB + l[6] * LIMB * LIMB
+    local q1, r1 = muldivmod(hi, 281474976710656, gpt)
+    if not q1 then return nil, BUCKET_RANGE end
+    local q2, r = divmod_floor(r1 + lo, gpt)
+    local mt = q1 + q2
+    local bound = MAX_LIMIT
+    if negative then bound = MAX_HELD end
+    if mt > bound or (mt == bound and r > 0) then return nil, BUCKET_RANGE end
+    if not at or at >= RANGE.instant then return nil, nil, true end
+    if not negative then return { tok = mt, gr = r, gpt = gpt, at = at } end
+    if r == 0 then return { tok = -mt, gr = 0, gpt = gpt, at = at } end
+    return { tok = -mt - 1, gr = gpt - r, gpt = gpt, at = at }
+  end
+
+  function encode_bucket(lim, b)
+    local gpt, l = lim.gpt, nil
+    if b.tok >= 0 then
+      l = limbs_muladd(b.tok, gpt, b.gr, 6)
+    elseif b.gr == 0 then
+      l = limbs_negate(limbs_muladd(-b.tok, gpt, 0, 6))
+    else
+      l = limbs_negate(limbs_muladd(-b.tok - 1, gpt, gpt - b.gr, 6))
+    end
+    return 'T' .. u64_bytes(b.at) .. pack('<I7', gpt) .. limbs_bytes(l)
+  end
+
+  local COUNT_RANGE = 'count out of range'
+
+  function decode_fixed(s)
+    if #s ~= 12 or byte(s, 1) ~= 70 then return nil, 'expected 12 bytes starting with \'F\'' end
+    local count = unpack('<I4', s, 9)
+    if count > MAX_HELD then return nil, COUNT_RANGE end
+    local start = u56_at(s, 2)
+    if not start or start >= RANGE.instant then return nil, nil, true end
+    return { start = start, count = count }
+  end
+
+  function encode_fixed(_, w)
+    return 'F' .. pack('<I7I4', w.start, w.count)
+  end
+
+  function decode_counter(s)
+    if #s ~= 16 or byte(s, 1) ~= 67 then return nil, 'expected 16 bytes starting with \'C\'' end
+    local prev, cur = unpack('<I4I4', s, 9)
+    if prev > MAX_HELD or cur > MAX_HELD then return nil, COUNT_RANGE end
+    local start = u56_at(s, 2)
+    if not start or start >= RANGE.instant then return nil, nil, true end
+    return { start = start, prev = prev, cur = cur }
+  end
+
+  function encode_counter(_, p)
+    return 'C' .. pack('<I7I4I4', p.start, p.prev, p.cur)
+  end
+
+  function decode_log(s)
+    if #s < LOG_HEADER or byte(s, 1) ~= 76 or (#s - LOG_HEADER) % 8 ~= 0 then
+      return nil, 'expected \'L\', a 4-byte ring position and 8-byte instants'
+    end
+    local n = (#s - LOG_HEADER) / 8
+    local oldest = unpack('<I4', s, 2)
+    local bad = 'ring position or order of instants out of range'
+    if oldest >= max(n, 1) then return nil, bad end
+    local log = { s = s, n = n, oldest = oldest }
+    if n > 0 then
+      local first_at, last_at = LOG_HEADER + 1 + oldest * 8, LOG_HEADER + 1 + ((oldest + n - 1) % n) * 8
+      local flo, fhi = unpack('<I4I4', s, first_at)
+      local llo, lhi = unpack('<I4I4', s, last_at)
+      if fhi > lhi or (fhi == lhi and flo > llo) then return nil, bad end
+      if lhi >= 2097152 or lhi * TWO32 + llo >= RANGE.instant then return nil, nil, true end
+    end
+    return log
+  end
+end
+
+-- The bytes of log entries i .. j - 1 (0-based, from the oldest).
+local function log_bytes(log, i, j)
+  if j <= i then return '' end
+  local n, s = log.n, log.s
+  local a = (log.oldest + i) % n
+  local count = j - i
+  local first = min(count, n - a)
+  local out = sub(s, LOG_HEADER + 1 + a * 8, LOG_HEADER + (a + first) * 8)
+  if count > first then out = out .. sub(s, LOG_HEADER + 1, LOG_HEADER + (count - first) * 8) end
+  return out
+end
+
+local function log_header(oldest)
+  return 'L' .. pack('<I4', oldest)
+end
+
+local function slot(i) return LOG_HEADER + i * 8 end
+
+-------------------------------------------------------------------------------
+-- Writes. A plan is {kind = 'set', value}, {kind = 'patch', new_len,
+-- patches = {{offset, bytes}...}, compact} or {kind = 'del'}, with `ms` the
+-- absolute expiry; offsets are 0-based, as SETRANGE's.
+
+local function set_plan(value, ms) return { kind = 'set', value = value, ms = ms } end
+
+local function patch_plan(new_len, patches, compact, ms)
+  return { kind = 'patch', new_len = new_len, patches = patches, compact = compact, ms = ms }
+end
+
+local DELETE = { kind = 'del' }
+
+-- `base` grown to new_len (zero-filled) and patched.
+local function patched(base, new_len, patches)
+  local v = base
+  if #v < new_len then v = v .. rep('\0', new_len - #v) end
+  for i = 1, #patches do
+    local off, bytes = patches[i][1], patches[i][2]
+    v = sub(v, 1, off) .. bytes .. sub(v, off + #bytes + 1)
+  end
+  return v
+end
+
+-- The sliding log's write for `q` entries at `at` (src/codec/sliding_log.rs):
+-- in place while the ring allows, else the whole log rebuilt in order.
+local function plan_log(log, change, ms)
+  local keep, q, at = change.keep, change.count, change.at
+  local word = u64_bytes(at)
+  local n = log and log.n or 0
+  if log and n > 0 and log_get(log, n - 1) > at then
+    -- Reservations are the newest: the entries go in before them.
+    local later = log_later_than(log, at)
+    local parts = { log_bytes(log, 0, n - later), rep(word, q), log_bytes(log, n - later, n) }
+    local all = concat(parts)
+    local skip = max(n + q - keep, 0)
+    return set_plan(log_header(0) .. sub(all, skip * 8 + 1), ms)
+  end
+  if log and not (n > keep or (n < keep and log.oldest ~= 0) or q > keep) then
+    if n < keep then
+      local grow = min(q, keep - n)
+      local rest = q - grow
+      local patches = { { slot(n), rep(word, grow) } }
+      if rest > 0 then
+        patches[2] = { slot(0), rep(word, rest) }
+        patches[3] = { 0, log_header(rest % keep) }
+      end
+      return patch_plan(slot(n + grow), patches, n + grow == keep, ms)
+    end
+    local oldest = log.oldest
+    local first = min(q, n - oldest)
+    local patches = { { slot(oldest), rep(word, first) } }
+    if q > first then patches[#patches + 1] = { slot(0), rep(word, q - first) } end
+    patches[#patches + 1] = { 0, log_header((oldest + q) % n) }
+    return patch_plan(slot(n), patches, false, ms)
+  end
+  local skip = max(n + q - keep, 0)
+  local kept = ''
+  if log then kept = log_bytes(log, min(skip, n), n) end
+  return set_plan(log_header(0) .. kept .. rep(word, q - max(skip - n, 0)), ms)
+end
+
+-- The log without its `newest` newest entries: in place past 64 bytes (the
+-- freed slots take an instant out of the window and become the oldest),
+-- else rebuilt.
+local function plan_shed(log, shed, ms)
+  local n = log.n
+  local k = min(shed.newest, n)
+  local left = n - k
+  if shed.horizon and slot(n) > WHOLE_VALUE_MAX then
+    local filler = u64_bytes(min(shed.horizon, log_get(log, 0)))
+    local start = (log.oldest + left) % n
+    local first = min(k, n - start)
+    local patches = { { slot(start), rep(filler, first) } }
+    if k > first then patches[2] = { slot(0), rep(filler, k - first) } end
+    patches[#patches + 1] = { 0, log_header(start) }
+    return patch_plan(slot(n), patches, false, ms)
+  end
+  return set_plan(log_header(0) .. log_bytes(log, 0, left), ms)
+end
+
+-- The leases' write (src/codec/concurrency.rs).
+local function plan_leases(view, update)
+  if not update.expires_at then return DELETE end
+  local ms = ceil_div(update.expires_at, 1000)
+  local plain = update.expired == 0 and not update.acquired and not update.renewed
+  if view and update.released and plain then
+    local len = LEASE_HEADER + view.n * RECORD
+    local held = #leases_of(view)
+    if len > WHOLE_VALUE_MAX and held >= 1 and view.n - held + 1 <= held - 1 then
+      for i = 1, view.n do
+        local r = view.records[i]
+        if r.id == update.released and r.deadline ~= 0 then
+          return patch_plan(len, { { LEASE_HEADER + (i - 1) * RECORD + 8, u64_bytes(0) } }, false, ms)
+        end
+      end
+    end
+  end
+  if view and update.expired == 0 and not update.released then
+    local n = view.n
+    if update.acquired and not update.renewed then
+      local a = update.acquired
+      local new_len = LEASE_HEADER + (n + 1) * RECORD
+      return patch_plan(new_len, { { LEASE_HEADER + n * RECORD, record_bytes(a.id, a.deadline, a.units) } },
+        new_len > WHOLE_VALUE_MAX, ms)
+    end
+    if update.renewed and not update.acquired then
+      for i = 1, n do
+        local r = view.records[i]
+        if r.id == update.renewed.id and r.deadline ~= 0 then
+          return patch_plan(LEASE_HEADER + n * RECORD,
+            { { LEASE_HEADER + (i - 1) * RECORD + 8, u64_bytes(update.renewed.deadline) } }, false, ms)
+        end
+      end
+    end
+  end
+  local parts = { 'Q', u64_bytes(update.last) }
+  for _, l in ipairs(leases_of(view)) do
+    if update.now < l.deadline and l.id ~= update.released then
+      local deadline = l.deadline
+      if update.renewed and update.renewed.id == l.id then deadline = update.renewed.deadline end
+      parts[#parts + 1] = record_bytes(l.id, deadline, l.units)
+    end
+  end
+  if update.acquired then
+    local a = update.acquired
+    parts[#parts + 1] = record_bytes(a.id, a.deadline, a.units)
+  end
+  return set_plan(concat(parts), ms)
+end
+
+-- The block header (src/codec/frame.rs): 'B' and the block's end in 7 bytes.
+local BLOCK_HEADER = 8
+
+local function block_header(ends)
+  return 'B' .. pack('<I7', min(ends, MAX_WINDOW_START))
+end
+
+-- The write of a plan made on the state alone, with the header while the
+-- block lasts (`block`: its end, in force), dropped once it has ended.
+local function framed(plan, frame, block)
+  if not block and not frame.block then return plan end
+  if block then
+    local header = block_header(block)
+    local until_ms = ceil_div(block, 1000)
+    if plan.kind == 'set' then
+      return set_plan(header .. plan.value, max(plan.ms, until_ms))
+    elseif plan.kind == 'patch' then
+      if frame.block then
+        local shifted = {}
+        for i = 1, #plan.patches do shifted[i] = { plan.patches[i][1] + BLOCK_HEADER, plan.patches[i][2] } end
+        return patch_plan(plan.new_len + BLOCK_HEADER, shifted, plan.compact, max(plan.ms, until_ms))
+      end
+      return set_plan(header .. patched(frame.body, plan.new_len, plan.patches), max(plan.ms, until_ms))
+    end
+    return set_plan(header, until_ms)
+  end
+  if plan.kind == 'patch' then return set_plan(patched(frame.body, plan.new_len, plan.patches), plan.ms) end
+  return plan
+end
+
+-- The write that blocks the key until `ends`, its state unchanged.
+local function block_plan(frame, ends, ms)
+  if frame.block then return patch_plan(BLOCK_HEADER + #frame.body, { { 0, block_header(ends) } }, false, ms) end
+  return set_plan(block_header(ends) .. frame.body, ms)
+end
+
+-- SET with an absolute expiry. (The generated scripts, which also run on
+-- Redis 6.0, a server without PXAT, write SET then PEXPIREAT there: see
+-- functions/generate.py.)
+local function set_at(key, value, ms)
+  call('SET', key, value, 'PXAT', ms)
+end
+
+-- Apply a plan to `key`, whose value is `stored`, with the effects the
+-- module replicates: a patched value of at most 64 bytes written whole, a
+-- longer one by SETRANGE (in place, O(patch) to replicate). A value to be
+-- compacted (grown by appends: SETRANGE leaves it the room it grew by, up
+-- to as much again) is then set at its exact size here only, as the module
+-- compacts it without replicating more than the patch.
+local function apply(key, plan, stored)
+  if plan.kind == 'set' then
+    set_at(key, plan.value, plan.ms)
+  elseif plan.kind == 'patch' then
+    if plan.new_len <= WHOLE_VALUE_MAX then
+      set_at(key, patched(stored or '', plan.new_len, plan.patches), plan.ms)
+    else
+      for i = 1, #plan.patches do call('SETRANGE', key, plan.patches[i][1], plan.patches[i][2]) end
+      call('PEXPIREAT', key, plan.ms)
+      if plan.compact then
+        set_repl(REPL_NONE)
+        call('SET', key, patched(stored or '', plan.new_len, plan.patches), 'KEEPTTL')
+        set_repl(REPL_ALL)
+      end
+    end
+  else
+    call('DEL', key)
+  end
+end
+
+-------------------------------------------------------------------------------
+-- The commands (src/rate.rs, src/all.rs, src/concurrency.rs).
+
+local PARAM = 'param' -- an error RL.ALL names the limit of
+
+local function fail_param(message)
+  error(setmetatable({ message = message, kind = PARAM }, Failure), 0)
+end
+
+local function param_number(s, name, lo, hi)
+  local v = integer_in(s, lo, hi)
+  if not v then fail_param(fmt('ERR %s must be an integer from %.0f to %.0f', name, lo, hi)) end
+  return v
+end
+
+-- A parameter: a number, a duration in the request's unit, or a number
+-- capped by a setting.
+local function parse_param(spec, s, unit)
+  if spec.duration then return param_number(s, spec.name, 1, MAX_PERIOD / unit) * unit end
+  if spec.setting then
+    local ok, v = pcall(capped, s, spec.name, spec.setting)
+    if ok then return v end
+    v.kind = PARAM
+    error(v, 0)
+  end
+  return param_number(s, spec.name, spec.lo, spec.hi)
+end
+
+-- How far ahead of now a full burst or an empty bucket reaches, `units *
+-- per / count`, at most RANGE.ahead: `units` at most
+-- floor(ahead * count / per), shown less `offset` (max_burst is units - 1).
+local function within_ahead(units, per, count, name, offset, formula)
+  local most = muldivmod(RANGE.ahead, count, per)
+  if most and units > most then
+    fail_param(fmt('ERR %s must be an integer from %d to %.0f in the functions edition for this rate (%s at most %.0f microseconds, about 95 years)',
+      name, 1 - offset, most - offset, formula, RANGE.ahead))
+  end
+end
+
+local function value_plan(alg)
+  return function(lim, _, change, ms) return set_plan(alg.encode(lim, change), ms) end
+end
+
+local ALGORITHMS = {}
+
+ALGORITHMS[1] = {
+  name = 'rl.gcra', word = 'GCRA', tags = { [71] = true, [103] = true }, reserves = true,
+  params = { { name = 'max_burst', lo = 0, hi = MAX_LIMIT - 1 }, { name = 'count', lo = 1, hi = MAX_LIMIT }, { name = 'period', duration = true } },
+  build = function(v)
+    within_ahead(v[1] + 1, v[3], v[2], 'max_burst', 1, '(max_burst + 1) * period / count')
+    return new_gcra(v[1], v[2], v[3])
+  end,
+  decode = decode_gcra, encode = encode_gcra,
+  adopt = function(lim, raw) return lim:adopt(raw) end,
+}
+ALGORITHMS[2] = {
+  name = 'rl.token_bucket', word = 'TOKEN_BUCKET', tags = { [84] = true }, reserves = true,
+  params = { { name = 'capacity', lo = 1, hi = MAX_LIMIT }, { name = 'refill_count', lo = 1, hi = MAX_LIMIT }, { name = 'refill_period', duration = true } },
+  build = function(v)
+    within_ahead(v[1], v[3], v[2], 'capacity', 0, 'capacity * refill_period / refill_count')
+    return new_bucket(v[1], v[2], v[3])
+  end,
+  decode = decode_bucket, encode = encode_bucket,
+  adopt = function(lim, raw) return lim:adopt(raw) end,
+}
+ALGORITHMS[3] = {
+  name = 'rl.fixed', word = 'FIXED', tags = { [70] = true }, reserves = false,
+  params = { { name = 'limit', lo = 1, hi = MAX_LIMIT }, { name = 'window', duration = true } },
+  build = function(v) return new_fixed(v[1], v[2]) end,
+  decode = decode_fixed, encode = encode_fixed,
+}
+ALGORITHMS[4] = {
+  name = 'rl.sliding_log', word = 'SLIDING_LOG', tags = { [76] = true }, reserves = true, logs = true,
+  params = { { name = 'limit', setting = 'sliding_log_max_limit' }, { name = 'window', duration = true } },
+  build = function(v) return new_log(v[1], v[2]) end,
+  decode = decode_log,
+  plan = function(_, log, change, ms) return plan_log(log, change, ms) end,
+  plan_refund = function(_, log, change, ms) return plan_shed(log, change, ms) end,
+}
+ALGORITHMS[5] = {
+  name = 'rl.sliding_counter', word = 'SLIDING_COUNTER', tags = { [67] = true }, reserves = false,
+  params = { { name = 'limit', lo = 1, hi = MAX_LIMIT }, { name = 'window', duration = true } },
+  build = function(v) return new_counter(v[1], v[2]) end,
+  decode = decode_counter, encode = encode_counter,
+}
+
+local ALGORITHM_OF = {}
+local function init_algorithms()
+  for i = 1, #ALGORITHMS do
+    local alg = ALGORITHMS[i]
+    if alg.encode then
+      alg.plan = value_plan(alg)
+      alg.plan_refund = alg.plan
+    end
+    ALGORITHM_OF[alg.word] = alg
+    alg.kept = { [1000000] = {}, [1000] = {} }
+  end
+end
+
+-- The command whose state `body` holds (for the error of another command
+-- on its key).
+local function holder_of(body)
+  local tag = byte(body, 1)
+  for i = 1, #ALGORITHMS do
+    local alg = ALGORITHMS[i]
+    if tag and alg.tags[tag] then
+      local st, problem = alg.decode(body)
+      if st or not problem then return alg.name end
+    end
+  end
+  if tag == 81 then
+    local view, problem = lease_view(body)
+    if view or not problem then return 'rl.concurrency' end
+  end
+  return nil
+end
+
+local function state_error(key, command, problem, body)
+  local holder = body and holder_of(body)
+  if holder and holder ~= command then
+    fail(fmt('ERR key \'%s\' holds an %s state, not an %s one (use another key, or DEL it to start over)',
+      printable(key), upper(holder), upper(command)))
+  end
+  fail(fmt('ERR key \'%s\' does not hold a valid %s state: %s', printable(key), upper(command), problem))
+end
+
+local function beyond_state(key, command)
+  beyond(fmt('key \'%s\' holds an %s state', printable(key), upper(command)))
+end
+
+-- The key's value (nil: none); the standard error for another type.
+local function read(key)
+  local v = pcall_r('GET', key)
+  if type(v) == 'table' then fail(WRONGTYPE) end
+  return v or nil
+end
+
+-- The block header, and the state after it.
+local function open(alg, key, bytes)
+  if not bytes then return { body = '' }, nil end
+  local frame
+  if byte(bytes, 1) == 66 then
+    if #bytes < BLOCK_HEADER then
+      state_error(key, alg.name, 'expected \'B\' and a 7-byte instant before the state', nil)
+    end
+    local ends = u56_at(bytes, 2)
+    if not ends or ends >= RANGE.instant then beyond_state(key, alg.name) end
+    frame = { block = ends, body = sub(bytes, BLOCK_HEADER + 1) }
+    if frame.body == '' then return frame, nil end
+  else
+    frame = { body = bytes }
+  end
+  local st, problem = alg.decode(frame.body)
+  if problem then state_error(key, alg.name, problem, frame.body) end
+  if not st then beyond_state(key, alg.name) end
+  return frame, st
+end
+
+local function clock()
+  local t = call('TIME')
+  return t[1] * 1000000 + t[2]
+end
+
+-------------------------------------------------------------------------------
+-- The plain call in one pass: `params [quantity] [MS]` with parameters seen
+-- before (their limiter is kept below), on a state of its usual form without
+-- a block. Anything else, and every error, takes the general path, which
+-- answers the same (tests/functions.rs compares both with the module, call
+-- for call); a call that falls back after reading the key and the clock
+-- hands them over, so TIME is still read once.
+
+-- (In a block of its own: the library's top level may hold at most 200
+-- locals.)
+local plain, plain_refund, keep_limiter, kept_limiter, plain_reply, all_plain
+do
+  -- Decimal strings seen, and their values (false: not a canonical integer).
+  local NUMBERS, numbers_held = {}, 0
+  local function number_of(s)
+    local v = false
+    if #s <= 15 and (find(s, '^[1-9]%d*$') or s == '0') then v = s + 0 end
+    if numbers_held >= 4096 then NUMBERS, numbers_held = {}, 0 end
+    NUMBERS[s], numbers_held = v, numbers_held + 1
+    return v
+  end
+
+  -- The quantity and the unit of `[quantity] [MS]` after n parameters; nil
+  -- for anything else.
+  function plain(args, n)
+    local m = #args
+    if m == n then return 1, 1000000 end
+    if m < n or m > n + 2 then return nil end
+    local a = args[n + 1]
+    if m == n + 1 and (a == 'MS' or a == 'ms') then return 1, 1000 end
+    local q = NUMBERS[a]
+    if q == nil then q = number_of(a) end
+    if not q or q > MAX_QUANTITY then return nil end
+    if m == n + 1 then return q, 1000000 end
+    a = args[n + 2]
+    if a == 'MS' or a == 'ms' then return q, 1000 end
+    return nil
+  end
+
+  -- The quantity and the unit of `quantity REFUND [MS]` after n parameters;
+  -- nil for anything else.
+  function plain_refund(args, n)
+    local m = #args
+    if m < n + 2 or m > n + 3 then return nil end
+    local word = args[n + 2]
+    if word ~= 'REFUND' and word ~= 'refund' then return nil end
+    local a = args[n + 1]
+    local q = NUMBERS[a]
+    if q == nil then q = number_of(a) end
+    if not q or q > MAX_QUANTITY then return nil end
+    if m == n + 2 then return q, 1000000 end
+    a = args[n + 3]
+    if a == 'MS' or a == 'ms' then return q, 1000 end
+    return nil
+  end
+
+  -- The limiters built by the general path, by algorithm, unit and parameter
+  -- strings (at most 1024, then forgotten all at once).
+  local kept_held = 0
+  function keep_limiter(alg, unit, args, from, lim)
+    if kept_held >= 1024 then
+      for i = 1, #ALGORITHMS do ALGORITHMS[i].kept = { [1000000] = {}, [1000] = {} } end
+      kept_held = 0
+    end
+    local t = alg.kept[unit]
+    local n = #alg.params
+    for i = from, from + n - 2 do
+      local s = args[i]
+      local next_t = t[s]
+      if not next_t then
+        next_t = {}
+        t[s] = next_t
+      end
+      t = next_t
+    end
+    t[args[from + n - 1]] = lim
+    kept_held = kept_held + 1
+  end
+
+  function kept_limiter(alg, unit, args, from)
+    local t = alg.kept[unit][args[from]]
+    if not t then return nil end
+    t = t[args[from + 1]]
+    if t and #alg.params == 3 then t = t[args[from + 2]] end
+    return t
+  end
+
+  -- Each algorithm's plain decision at `now` on the stored bytes: blocked (0
+  -- or 1), remaining, retry (µs; -1 allowed, -2 never), reset (µs), and for
+  -- a write its value and absolute expiry (ms); nil where the general path
+  -- must answer (another form of state, a block, a range to report).
+
+  do
+    -- floor(x * d / T) and the rest, for the GCRA's intervals: inline while
+    -- x * d stays below 2^52, else muldivmod.
+    local function per_interval(du, df, d, T)
+      local x = du * d
+      local k, r
+      if x < TWO52 then
+        -- (x % T is x - floor(x / T) * T: one too many T when x / T rounds
+        -- up to a whole number.)
+        r = x % T
+        if r < 0 then r = r + T end
+        k = (x - r) / T
+      else
+        k, r = muldivmod(du, d, T)
+      end
+      r = r + df
+      if r >= T then k = k + floor(r / T) end
+      return k
+    end
+
+    -- Requests that fit between an instant and the horizon (Gcra:free).
+    local function gcra_room(hu, hf, u, f, d, T, limit)
+      if hu > u or (hu == u and hf > f) then
+        local du, df = hu - u, hf - f
+        if df < 0 then du, df = du - 1, df + d end
+        return min(per_interval(du, df, d, T), limit)
+      end
+      return 0
+    end
+
+    local function gcra_fast(lim, bytes, now, q, refund)
+      local d, T, limit = lim.d, lim.T, lim.limit
+      local tu, tf = now, 0
+      local stored = false
+      if bytes then
+        if #bytes ~= 9 then return nil end
+        local tag, lo, hi = unpack('<BI4I4', bytes)
+        if tag ~= 71 then return nil end
+        -- (Whole divisions by `%`, exact on these integers below 2^42, and
+        -- cheaper than calls of math.floor.)
+        local hr = hi % TICKS_PER_MICRO
+        local qh = (hi - hr) / TICKS_PER_MICRO
+        local rest = hr * TWO32 + lo
+        local f = rest % TICKS_PER_MICRO
+        local u = qh * TWO32 + (rest - f) / TICKS_PER_MICRO
+        if qh >= 2097152 or u >= RANGE.instant then return nil end
+        if d ~= TICKS_PER_MICRO and f > 0 then
+          -- In this limiter's ticks, rounded up (Gcra:adopt): f * d < 840 * 10^9.
+          local x = f * d
+          local c = floor(x / TICKS_PER_MICRO)
+          if c * TICKS_PER_MICRO < x then c = c + 1 end
+          if c == d then u, f = u + 1, 0 else f = c end
+        end
+        if u > now or (u == now and f > 0) then tu, tf, stored = u, f, true end
+      end
+      local hu, hf = now + lim.tol_u, lim.tol_f
+      if refund and stored and q > 0 then
+        -- Gcra:refund: the TAT less q * T, rested (the key deleted) where
+        -- that is no later than now.
+        local bu, bf
+        if d == 1 then bu, bf = q * T, 0 else bu, bf = muldivmod(q, T, d) end
+        local nu, nf = now, 0
+        if bu then
+          nu, nf = tu - bu, tf - bf
+          if nf < 0 then nu, nf = nu - 1, nf + d end
+        end
+        if not (nu > now or (nu == now and nf > 0)) then
+          return 0, gcra_room(hu, hf, now, 0, d, T, limit), -1, 0, true
+        end
+        local ends = nu
+        if nf > 0 then ends = nu + 1 end
+        if TICKS_PER_MICRO % d ~= 0 then return nil end
+        local ul = nu % TWO32
+        local low = ul * TICKS_PER_MICRO + nf * (TICKS_PER_MICRO / d)
+        local lo = low % TWO32
+        local value = pack('<BI4I4', 71, lo, (nu - ul) / TWO32 * TICKS_PER_MICRO + (low - lo) / TWO32)
+        return 0, gcra_room(hu, hf, nu, nf, d, T, limit), -1, ends - now, value, ceil_div(ends, 1000)
+      end
+      local reset = tu - now
+      if tf > 0 then reset = reset + 1 end
+      if q == 0 or refund then return 0, gcra_room(hu, hf, tu, tf, d, T, limit), -1, reset end
+      if q > limit then return 1, gcra_room(hu, hf, tu, tf, d, T, limit), -2, reset end
+      local qu, qf
+      if d == 1 then qu, qf = q * T, 0 else qu, qf = muldivmod(q, T, d) end
+      local nu, nf = tu + qu, tf + qf
+      if nf >= d then nu, nf = nu + 1, nf - d end
+      if nu > hu or (nu == hu and nf > hf) then
+        local wu, wf = nu - hu, nf - hf
+        if wf < 0 then wu, wf = wu - 1, wf + d end
+        if wf > 0 then wu = wu + 1 end
+        return 1, gcra_room(hu, hf, tu, tf, d, T, limit), wu, reset
+      end
+      if nu >= RANGE.instant or TICKS_PER_MICRO % d ~= 0 then return nil end
+      local ends = nu
+      if nf > 0 then ends = nu + 1 end
+      local ul = nu % TWO32
+      local low = ul * TICKS_PER_MICRO + nf * (TICKS_PER_MICRO / d)
+      local lo = low % TWO32
+      local value = pack('<BI4I4', 71, lo, (nu - ul) / TWO32 * TICKS_PER_MICRO + (low - lo) / TWO32)
+      return 0, gcra_room(hu, hf, nu, nf, d, T, limit), -1, ends - now, value, ceil_div(ends, 1000)
+    end
+    ALGORITHMS[1].fast = gcra_fast
+    ALGORITHMS[1].fast_refund = true
+  end
+
+  do
+    local TWO48 = 281474976710656
+    local BUCKET = { tok = 0, gr = 0, at = 0 } -- a state for Bucket.level_at, reused
+    local bucket_level, bucket_to_full, bucket_time_for = Bucket.level_at, Bucket.to_full, Bucket.time_for
+
+    local function bucket_fast(lim, bytes, now, q)
+      local limit, gpt = lim.limit, lim.gpt
+      local tok, gr = limit, 0
+      if bytes then
+        if #bytes ~= 28 then return nil end
+        local tag, alo, ahi, sgpt, l0, l1, h0, h1 = unpack('<BI4I4I7I4I2I4I2', bytes)
+        if tag ~= 84 or sgpt ~= gpt or h1 >= 32768 or ahi >= 2097152 then return nil end
+        local lo48, hi48 = l1 * TWO32 + l0, h1 * TWO32 + h0
+        local mt, r
+        if hi48 == 0 then
+          mt = floor(lo48 / gpt)
+          r = lo48 - mt * gpt
+          if r < 0 then mt, r = mt - 1, r + gpt elseif r >= gpt then mt, r = mt + 1, r - gpt end
+        else
+          local q1, r1 = muldivmod(hi48, TWO48, gpt)
+          if not q1 then return nil end
+          local q2
+          q2, r = divmod_floor(r1 + lo48, gpt)
+          mt = q1 + q2
+        end
+        local at = ahi * TWO32 + alo
+        if mt > MAX_LIMIT or (mt == MAX_LIMIT and r > 0) or at >= RANGE.instant then return nil end
+        BUCKET.tok, BUCKET.gr, BUCKET.at = mt, r, at
+        tok, gr = bucket_level(lim, BUCKET, now)
+      end
+      local remaining = 0
+      if tok > 0 then remaining = min(tok, limit) end
+      local reset = bucket_to_full(lim, tok, gr)
+      if q == 0 then return 0, remaining, -1, reset end
+      if q > limit then return 1, remaining, -2, reset end
+      if tok < q then return 1, remaining, bucket_time_for(lim, q - tok, -gr), reset end
+      local lt = tok - q
+      if now >= RANGE.instant or lt * gpt >= TWO52 then return nil end
+      local full = bucket_to_full(lim, lt, gr)
+      if now + full >= RANGE.instant then return nil end
+      local level = lt * gpt + gr
+      local l48 = level % TWO48
+      local h48 = (level - l48) / TWO48
+      local nlo = now % TWO32
+      local value = pack('<BI4I4I7I4I2I4I2', 84, nlo, (now - nlo) / TWO32, gpt,
+        l48 % TWO32, floor(l48 / TWO32), h48 % TWO32, floor(h48 / TWO32))
+      local left = 0
+      if lt > 0 then left = min(lt, limit) end
+      return 0, left, -1, full, value, ceil_div(now + full, 1000)
+    end
+    ALGORITHMS[2].fast = bucket_fast
+  end
+
+  do
+    local function fixed_fast(lim, bytes, now, q)
+      local w, limit = lim.w, lim.limit
+      local start, used = now - now % w, 0
+      if bytes then
+        if #bytes ~= 12 then return nil end
+        local tag, s, count = unpack('<BI7I4', bytes)
+        if tag ~= 70 or count > MAX_HELD or s >= RANGE.instant then return nil end
+        if s >= start then start, used = s - s % w, count end
+      end
+      local finish = start + w
+      local to_end = 0
+      if finish > now then to_end = finish - now end
+      local reset = to_end
+      if used == 0 then reset = 0 end
+      local remaining = 0
+      if limit > used then remaining = limit - used end
+      if q == 0 then return 0, remaining, -1, reset end
+      if q > limit then return 1, remaining, -2, reset end
+      if used + q > limit then return 1, remaining, to_end, reset end
+      local count = used + q
+      local left = 0
+      if limit > count then left = limit - count end
+      return 0, left, -1, to_end, pack('<BI7I4', 70, start, count), ceil_div(finish, 1000)
+    end
+    ALGORITHMS[3].fast = fixed_fast
+  end
+
+  do
+    local counter_share, counter_reset, counter_next_fit = Counter.share, Counter.reset, Counter.next_fit
+
+    local function counter_fast(lim, bytes, now, q)
+      local w, limit = lim.w, lim.limit
+      local current = now - now % w
+      local start, prev, cur = current, 0, 0
+      if bytes then
+        if #bytes ~= 16 then return nil end
+        local tag, s, p, c = unpack('<BI7I4I4', bytes)
+        if tag ~= 67 or p > MAX_HELD or c > MAX_HELD or s >= RANGE.instant then return nil end
+        local st = s - s % w
+        if st ~= s then p, c = 0, c + p end
+        if st >= current then
+          start, prev, cur = st, p, c
+        elseif st + w == current then
+          prev = c
+        end
+      end
+      local elapsed = 0
+      if now > start then elapsed = min(now - start, w) end
+      local share = counter_share(lim, prev, elapsed)
+      local free = 0
+      if limit > share then free = limit - share end
+      local remaining = 0
+      if free > cur then remaining = min(free - cur, limit) end
+      local reset = counter_reset(lim, now, start, prev, cur)
+      if q == 0 then return 0, remaining, -1, reset end
+      if q > limit then return 1, remaining, -2, reset end
+      if share + cur + q > limit then
+        local at = counter_next_fit(lim, start, elapsed, prev, cur, q)
+        local retry = 0
+        if at > now then retry = at - now end
+        return 1, remaining, retry, reset
+      end
+      cur = cur + q
+      local full = counter_reset(lim, now, start, prev, cur)
+      local left = 0
+      if free > cur then left = min(free - cur, limit) end
+      return 0, left, -1, full, pack('<BI7I4I4', 67, start, prev, cur), ceil_div(now + full, 1000)
+    end
+    ALGORITHMS[5].fast = counter_fast
+  end
+
+  do
+    local ENTRIES = {} -- a log's instants, reused
+
+    local function log_fast(lim, bytes, now, q)
+      local w, limit = lim.w, lim.limit
+      local n = 0
+      if bytes then
+        local len = #bytes
+        if len > WHOLE_VALUE_MAX or len < LOG_HEADER or byte(bytes, 1) ~= 76 or (len - LOG_HEADER) % 8 ~= 0
+          or unpack('<I4', bytes, 2) ~= 0 then
+          return nil
+        end
+        n = (len - LOG_HEADER) / 8
+        local previous = 0
+        for i = 1, n do
+          local v = unpack('<I8', bytes, LOG_HEADER + 1 + (i - 1) * 8)
+          if v < previous or v >= RANGE.instant then return nil end
+          ENTRIES[i], previous = v, v
+        end
+      end
+      local in_window = n
+      if now >= w then
+        in_window = 0
+        for i = n, 1, -1 do
+          if ENTRIES[i] > now - w then in_window = in_window + 1 else break end
+        end
+      end
+      local reset = 0
+      if n > 0 and in_window > 0 and ENTRIES[n] + w > now then reset = ENTRIES[n] + w - now end
+      local remaining = 0
+      if limit > in_window then remaining = limit - in_window end
+      if q == 0 then return 0, remaining, -1, reset end
+      if q > limit then return 1, remaining, -2, reset end
+      local may_stay = limit - q
+      if n > may_stay then
+        local ends = ENTRIES[n - may_stay] + w
+        if ends > now then return 1, remaining, ends - now, reset end
+      end
+      local keep = max(limit, in_window + q)
+      if n > 0 and ENTRIES[n] > now then return nil end -- reservations to keep the newest
+      if n >= keep or q > keep - n or min(n + q, keep) > SETTINGS.sliding_log_max_limit
+        or LOG_HEADER + (n + q) * 8 > WHOLE_VALUE_MAX then
+        return nil
+      end
+      local left = 0
+      if limit > in_window + q then left = limit - in_window - q end
+      local value = rep(u64_bytes(now), q)
+      if bytes then value = bytes .. value else value = 'L\0\0\0\0' .. value end
+      return 0, left, -1, w, value, ceil_div(now + w, 1000)
+    end
+    ALGORITHMS[4].fast = log_fast
+  end
+
+  -- The reply of a plain decision, in `unit`.
+  function plain_reply(limit, blocked, remaining, retry, reset, unit)
+    if retry < 0 then retry = -1 else retry = ceil_div(retry, unit) end
+    -- ceil(reset / unit), inline (see per_interval for `%`).
+    local r = reset % unit
+    if r < 0 then r = r + unit end
+    local up = (reset - r) / unit
+    if r > 0 then up = up + 1 end
+    return { blocked, limit, remaining, retry, up }
+  end
+
+  -- RL.ALL's plain call: every limit's algorithm and parameters seen
+  -- before, `[quantity] [MS]`, keys apart. The keys are read with one MGET;
+  -- a key it answers nil for is absent, unless EXISTS says it holds another
+  -- type (then the general path answers). Scratch lists, reused.
+  local WORD, words_held = {}, 0
+  local ALG, FROM, LIM, BLOCKED, REMAINING, RETRY, RESET, VALUE, MS_AT, ABSENT = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
+  function all_plain(keys, args)
+    local n = #keys
+    if n == 0 or n > 8 or SETTINGS.shadow then return nil end
+    for i = 2, n do
+      local k = keys[i]
+      for j = 1, i - 1 do
+        if keys[j] == k then return nil end
+      end
+    end
+    local at = 1
+    for i = 1, n do
+      local token = args[at]
+      if not token then return nil end
+      local alg = WORD[token]
+      if alg == nil then
+        alg = ALGORITHM_OF[upper(token)] or false
+        if words_held >= 64 then WORD, words_held = {}, 0 end
+        WORD[token], words_held = alg, words_held + 1
+      end
+      if not alg then return nil end
+      ALG[i], FROM[i] = alg, at + 1
+      at = at + 1 + #alg.params
+    end
+    local q, unit = plain(args, at - 1)
+    if not q then return nil end
+    for i = 1, n do
+      -- (kept_limiter, inline)
+      local from = FROM[i]
+      local lim = ALG[i].kept[unit][args[from]]
+      if lim then
+        lim = lim[args[from + 1]]
+        if lim and #ALG[i].params == 3 then lim = lim[args[from + 2]] end
+      end
+      if not lim then return nil end
+      LIM[i] = lim
+    end
+    local values
+    if n == 1 then
+      values = call('MGET', keys[1])
+    elseif n == 2 then
+      values = call('MGET', keys[1], keys[2])
+    else
+      values = call('MGET', spread(keys))
+    end
+    local absent = 0
+    for i = 1, n do
+      if not values[i] then
+        absent = absent + 1
+        ABSENT[absent] = keys[i]
+      end
+    end
+    if absent > 0 and call('EXISTS', spread(ABSENT, absent)) > 0 then return nil end
+    local now = clock()
+    local refused = false
+    for i = 1, n do
+      local blocked, remaining, retry, reset, value, ms = ALG[i].fast(LIM[i], values[i] or nil, now, q)
+      if not blocked then
+        -- The general path, from what was read.
+        local pre = { now = now }
+        for k = 1, n do pre[k] = { bytes = values[k] or nil } end
+        return nil, pre
+      end
+      BLOCKED[i], REMAINING[i], RETRY[i], RESET[i], VALUE[i], MS_AT[i] = blocked, remaining, retry, reset, value, ms
+      if blocked == 1 then refused = true end
+    end
+    -- The binding limit (binding(), on these lists).
+    local best = 1
+    if refused then
+      best = nil
+      for i = 1, n do
+        if BLOCKED[i] == 1 then
+          if not best then
+            best = i
+          else
+            local a, b = RETRY[i], RETRY[best]
+            if b ~= -2 and (a == -2 or a > b) then best = i end
+          end
+        end
+      end
+    else
+      for i = 2, n do
+        if REMAINING[i] < REMAINING[best] then best = i end
+      end
+      for i = 1, n do
+        if VALUE[i] then set_at(keys[i], VALUE[i], MS_AT[i]) end
+      end
+    end
+    local retry, reset = RETRY[best], RESET[best]
+    if retry < 0 then retry = -1 else retry = ceil_div(retry, unit) end
+    return { BLOCKED[best], LIM[best].limit, REMAINING[best], retry, ceil_div(reset, unit), best }
+  end
+end
+
+-- Decide the request on one limit (`e`: its algorithm, limiter, key, frame
+-- and state), and plan its write.
+local function decide(e, req, joint, now)
+  local alg, lim, frame, state = e.alg, e.lim, e.frame, e.state
+  local v = judge(lim, state, frame.block, now, req, joint)
+  if v == OVERDRAWN then
+    fail(fmt('ERR FORCE would leave key \'%s\' holding more than %.0f units, debt included (nothing was recorded)',
+      printable(e.key), MAX_HELD))
+  end
+  e.d, e.granted, e.earliest, e.write = v.d, v.granted, v.earliest, nil
+  local effect = v.effect
+  if effect.kind == 'record' and alg.logs and effect.change.count > 0 then
+    local entries = min((state and state.n or 0) + effect.change.count, effect.change.keep)
+    if entries > SETTINGS.sliding_log_max_limit then
+      fail(fmt('ERR the sliding log of key \'%s\' would hold %.0f entries, more than ratelimit.sliding_log_max_limit (%.0f) allows (nothing was recorded)',
+        printable(e.key), entries, SETTINGS.sliding_log_max_limit))
+    end
+  end
+  if req.peek then return end
+  local block = frame.block
+  if block and now >= block then block = nil end
+  local kind = effect.kind
+  if kind == 'record' then
+    e.write = framed(alg.plan(lim, state, effect.change, ceil_div(effect.expires_at, 1000)), frame, block)
+  elseif kind == 'refund' then
+    if effect.give == 'rested' then
+      e.write = framed(DELETE, frame, block)
+    elseif effect.give == 'store' and state then
+      e.write = framed(alg.plan_refund(lim, state, effect.change, ceil_div(effect.expires_at, 1000)), frame, block)
+    end
+  elseif kind == 'block' then
+    e.write = block_plan(frame, effect.ends, ceil_div(effect.expires_at, 1000))
+  end
+end
+
+-- Parse one limit's parameters, read its key, and decide.
+local function limit_of(alg, args, from, req, key, pre)
+  if req.mode == WAIT and not alg.reserves then
+    fail_param(fmt('ERR WAIT does not work with %s: a window cannot hold a later window\'s requests (WAIT works with RL.GCRA, RL.TOKEN_BUCKET and RL.SLIDING_LOG)',
+      upper(alg.name)))
+  end
+  local values = {}
+  for i = 1, #alg.params do values[i] = parse_param(alg.params[i], args[from + i - 1], req.unit) end
+  local lim = alg.build(values)
+  if not kept_limiter(alg, req.unit, args, from) then keep_limiter(alg, req.unit, args, from, lim) end
+  local bytes
+  if pre then bytes = pre.bytes else bytes = read(key) end
+  local frame, raw = open(alg, key, bytes)
+  local state = raw
+  if raw and alg.adopt then state = alg.adopt(lim, raw) end
+  return { alg = alg, lim = lim, key = key, bytes = bytes, frame = frame, state = state }
+end
+
+-- The key of a single-key function: none is the module command without
+-- its key (wrong number of arguments), more than one an error of FCALL's.
+local function one_key(keys, fname, command)
+  if #keys == 0 then arity_error(command) end
+  if #keys ~= 1 then
+    fail(fmt('ERR %s takes exactly one key (FCALL %s 1 key ...), got numkeys %d', fname, fname, #keys))
+  end
+  return keys[1]
+end
+
+local function shadowed(reply)
+  reply[1], reply[4] = 0, -1
+  return reply
+end
+
+local function rate_command(alg, fname)
+  local fast, n = alg.fast, #alg.params
+  return function(keys, args)
+    -- The plain call first (see "The plain call in one pass").
+    local pre = nil
+    if #keys == 1 and not SETTINGS.shadow then
+      local q, unit = plain(args, n)
+      local refund = false
+      if not q and alg.fast_refund then
+        q, unit = plain_refund(args, n)
+        refund = q ~= nil
+      end
+      -- The kept limiter (kept_limiter, inline).
+      local lim = q and alg.kept[unit][args[1]]
+      if lim then
+        lim = lim[args[2]]
+        if n == 3 and lim then lim = lim[args[3]] end
+      end
+      if lim then
+        local key = keys[1]
+        local bytes = pcall_r('GET', key)
+        -- A string, false (no key), or the error of another type.
+        if not bytes or not bytes.err then
+          bytes = bytes or nil
+          local now = clock()
+          local blocked, remaining, retry, reset, value, ms = fast(lim, bytes, now, q, refund)
+          if blocked then
+            if value == true then
+              call('DEL', key)
+            elseif value then
+              set_at(key, value, ms)
+            end
+            return plain_reply(lim.limit, blocked, remaining, retry, reset, unit)
+          end
+          pre = { bytes = bytes, now = now }
+        end
+      end
+    end
+    local key = one_key(keys, fname, alg.name)
+    if #args < n then arity_error(alg.name) end
+    local req = options(alg.name, args, n + 1, RATE_OPTIONS)
+    local e = limit_of(alg, args, 1, req, key, pre)
+    decide(e, req, nil, pre and pre.now or clock())
+    local reply = five(e.d, req.unit)
+    if req.mode == AT_MOST then reply[6] = e.granted end
+    if e.d.blocked and SETTINGS.shadow then return shadowed(reply) end
+    if e.write then apply(key, e.write, e.bytes) end
+    return reply
+  end
+end
+
+-- RL.ALL's binding limit: refused, the refusing one that waits longest
+-- (never counts as longest); else the one with the fewest remaining. Ties:
+-- the first.
+local function binding(limits)
+  local refused = false
+  for i = 1, #limits do
+    if limits[i].d.blocked then refused = true end
+  end
+  local function wait_of(d)
+    if d.retry == NEVER then return nil end
+    if d.retry == ALLOWED then return 0 end
+    return d.retry
+  end
+  local best = nil
+  for i = 1, #limits do
+    local d = limits[i].d
+    local better
+    if not best then
+      better = true
+    else
+      local cur = limits[best].d
+      if refused then
+        local a, b = wait_of(d), wait_of(cur)
+        better = d.blocked and (not cur.blocked or (a == nil and b ~= nil) or (a ~= nil and b ~= nil and a > b))
+      else
+        better = d.remaining < cur.remaining
+      end
+    end
+    if better then best = i end
+  end
+  return best
+end
+
+local function expected_algorithms()
+  local list = {}
+  for i = 1, #ALGORITHMS do list[i] = ALGORITHMS[i].word end
+  return words(list, 'or')
+end
+
+-- When the limits do not parse: whether numkeys is what went wrong (the
+-- first algorithm name stands after another number of keys).
+local function miscounted(tokens, numkeys)
+  for i = 1, #tokens do
+    if ALGORITHM_OF[upper(tokens[i])] then
+      local given = i - 1
+      if given >= 1 and given ~= numkeys then
+        fail(fmt('ERR numkeys is %d, but %d %s given before the first algorithm (\'%s\')', numkeys, given,
+          given == 1 and 'key was' or 'keys were', printable(tokens[i])))
+      end
+      return
+    end
+  end
+end
+
+local function all_command(keys, args)
+  local reply, pre = all_plain(keys, args)
+  if reply then return reply end
+  local n = #keys
+  if 2 + n + #args < 6 then arity_error('rl.all') end
+  if n < 1 or n > MAX_KEYS then bad_number('numkeys', 1, MAX_KEYS) end
+  -- The tokens after numkeys, as the module reads them.
+  local tokens = {}
+  for i = 1, n do tokens[i] = keys[i] end
+  for i = 1, #args do tokens[n + i] = args[i] end
+  local function too_few()
+    miscounted(tokens, n)
+    fail(fmt('ERR numkeys is %d, but fewer keys and limits follow', n))
+  end
+  local seen = {}
+  for i = 1, n do
+    if seen[keys[i]] then fail(fmt('ERR key \'%s\' is given twice', printable(keys[i]))) end
+    seen[keys[i]] = true
+  end
+  local specs, at = {}, 1
+  for position = 1, n do
+    local token = args[at]
+    if not token then too_few() end
+    local alg = ALGORITHM_OF[upper(token)]
+    if not alg then
+      miscounted(tokens, n)
+      fail(fmt('ERR limit %d: unknown algorithm \'%s\' (expected %s)', position, printable(token), expected_algorithms()))
+    end
+    if at + #alg.params > #args then too_few() end
+    specs[position] = { alg = alg, from = at + 1 }
+    at = at + 1 + #alg.params
+  end
+  local req = options('rl.all', args, at, RATE_OPTIONS)
+  -- Each limit read and judged in turn, as the module does: an error names
+  -- the first limit that has one.
+  local now = pre and pre.now or clock()
+  local limits, refused = {}, false
+  for i = 1, n do
+    local ok, e = pcall(limit_of, specs[i].alg, args, specs[i].from, req, keys[i], pre and pre[i])
+    if not ok then
+      if getmetatable(e) == Failure and e.kind == PARAM then
+        e.message = fmt('ERR limit %d (%s): %s', i, specs[i].alg.word, sub(e.message, 5))
+      end
+      error(e, 0)
+    end
+    limits[i] = e
+    decide(e, req, nil, now)
+    if e.d.blocked then refused = true end
+  end
+  -- Every limit allows: a reservation is recorded by all at the latest of
+  -- their earliest instants, a partial grant by all for the least grant;
+  -- those whose own answer differs are judged again with it.
+  local joint, waits_for = nil, nil
+  if not refused and req.mode == WAIT then
+    local latest = nil
+    for i = 1, n do
+      local t = limits[i].earliest
+      if t and (not latest or t > latest) then latest = t end
+    end
+    if latest then
+      joint = { at = latest }
+      if latest > now then
+        for i = 1, n do
+          if limits[i].earliest == latest then waits_for = i break end
+        end
+      end
+    end
+  elseif not refused and req.mode == AT_MOST then
+    local least = limits[1].granted
+    for i = 2, n do least = min(least, limits[i].granted) end
+    joint = { grant = least }
+  end
+  if joint then
+    for i = 1, n do
+      local e = limits[i]
+      local differs
+      if joint.at then differs = e.earliest ~= joint.at else differs = e.granted ~= joint.grant end
+      if differs then decide(e, req, joint, now) end
+    end
+  end
+  local b = waits_for or binding(limits)
+  local chosen = limits[b]
+  local reply = five(chosen.d, req.unit)
+  reply[6] = b
+  if req.mode == AT_MOST then reply[7] = chosen.granted end
+  if chosen.d.blocked and SETTINGS.shadow then return shadowed(reply) end
+  for i = 1, n do
+    local e = limits[i]
+    if e.write and (not refused or e.d.blocked) then apply(e.key, e.write, e.bytes) end
+  end
+  return reply
+end
+
+-- A lease id: a positive 64-bit integer. Past 2^53 it names no lease this
+-- edition can hold (nil), and is still a valid argument.
+local function lease_id(s)
+  if find(s, '^[1-9]%d*$') and (#s < 19 or (#s == 19 and s <= LEASE_MAX)) then
+    if #s < 16 or (#s == 16 and s < '9007199254740992') then return s + 0, true end
+    return nil, true
+  end
+  -- (2^63 - 1 is no double: the bound as text.)
+  fail('ERR lease must be an integer from 1 to ' .. LEASE_MAX)
+end
+
+local function read_leases(key)
+  local bytes = read(key)
+  if not bytes then return nil, nil end
+  local view, problem = lease_view(bytes)
+  if problem then state_error(key, 'rl.concurrency', problem, bytes) end
+  if not view then beyond_state(key, 'rl.concurrency') end
+  return view, bytes
+end
+
+local function write_leases(key, view, bytes, update)
+  apply(key, plan_leases(view, update), bytes)
+end
+
+local function concurrency_command(keys, args)
+  local key = one_key(keys, 'rl_concurrency', 'rl.concurrency')
+  if #args < 2 then arity_error('rl.concurrency') end
+  local req = options('rl.concurrency', args, 3, LEASE_OPTIONS)
+  local limit = capped(args[1], 'limit', 'concurrency_max_limit')
+  local timeout = duration(args[2], 'timeout', 1, req.unit)
+  local lim = new_leases(limit, timeout)
+  local view, bytes = read_leases(key)
+  local a = lim:acquire(view, clock(), req.q)
+  local reply = five(a.d, req.unit)
+  reply[6] = 0
+  if a.update and not req.peek then
+    write_leases(key, view, bytes, a.update)
+    reply[6] = a.lease
+  end
+  return reply
+end
+
+-- RL.RELEASE's plain call: a value of at most two leases (written whole,
+-- as plan_leases writes it then), read in place. nil where the general path
+-- must answer; else the units released, and what was read.
+local function release_plain(key, id)
+  local bytes = pcall_r('GET', key)
+  if not bytes then return 0 end
+  local len = #bytes
+  if bytes.err or len > WHOLE_VALUE_MAX or len < LEASE_HEADER or (len - LEASE_HEADER) % RECORD ~= 0 then return nil end
+  local n = (len - LEASE_HEADER) / RECORD
+  local tag, last, id1, d1, u1, id2, d2, u2 = unpack('<BI8I8I8I4I8I8I4', bytes .. rep('\0', 2 * RECORD - n * RECORD))
+  if tag ~= 81 or last >= TWO53 or id1 >= TWO53 or d1 >= TWO53 or id2 >= TWO53 or d2 >= TWO53 then return nil end
+  if n >= 1 and (id1 == 0 or u1 == 0 or id1 > max(last, n == 2 and id2 or id1)) then return nil end
+  if n == 2 and (id2 <= id1 or u2 == 0) then return nil end
+  last = max(last, n == 2 and id2 or (n == 1 and id1 or last))
+  local now = clock()
+  -- The lease, live (find_live), and the others kept (lease_update).
+  local units, latest, any, keep = nil, 0, false, ''
+  if n >= 1 and d1 ~= 0 then
+    if id1 == id and now < d1 then units = u1
+    elseif now < d1 then latest, any, keep = max(latest, d1), true, sub(bytes, LEASE_HEADER + 1, LEASE_HEADER + RECORD) end
+  end
+  if n == 2 and d2 ~= 0 then
+    if id2 == id and now < d2 then units = u2
+    elseif now < d2 then latest, any, keep = max(latest, d2), true, keep .. sub(bytes, LEASE_HEADER + RECORD + 1, len) end
+  end
+  if not units then return 0 end
+  local ends = nil
+  if any then ends = max(latest, last + 1) elseif last >= now then ends = max(now, last + 1) end
+  if ends then
+    set_at(key, 'Q' .. u64_bytes(last) .. keep, ceil_div(ends, 1000))
+  else
+    call('DEL', key)
+  end
+  return units
+end
+
+local function release_command(keys, args)
+  local key = one_key(keys, 'rl_release', 'rl.release')
+  if #args ~= 1 then arity_error('rl.release') end
+  local id = lease_id(args[1])
+  if id then
+    local units = release_plain(key, id)
+    if units then return units end
+  end
+  local view, bytes = read_leases(key)
+  local now = clock()
+  local lease = find_live(view, now, id)
+  if not lease then return 0 end
+  write_leases(key, view, bytes, lease_update(view, now, id, nil))
+  return lease.units
+end
+
+local function renew_command(keys, args)
+  local key = one_key(keys, 'rl_renew', 'rl.renew')
+  if #args < 2 then arity_error('rl.renew') end
+  local unit = 1000000
+  for i = 3, #args do
+    if lower(args[i]) == 'ms' then unit = 1000 else unknown_option('rl.renew', args[i], UNIT_OPTIONS, false) end
+  end
+  local id = lease_id(args[1])
+  local timeout = duration(args[2], 'timeout', 1, unit)
+  local view, bytes = read_leases(key)
+  local now = clock()
+  if not find_live(view, now, id) then return 0 end
+  write_leases(key, view, bytes, lease_update(view, now, nil, { id = id, deadline = now + timeout }))
+  return 1
+end
+
+-------------------------------------------------------------------------------
+-- Registration (functions/generate.py turns each registration below into a
+-- standalone script for EVALSHA: keep one per statement)
+
+-- Every function runs behind this: the libraries bound on first use, a
+-- refusal answered as the module words it, and any other failure as an
+-- error that shows no script location.
+local function guarded(body)
+  return function(keys, args)
+    if not floor then
+      bind()
+      init_algorithms()
+    end
+    local ok, result = pcall(body, keys, args)
+    if ok then return result end
+    if getmetatable(result) == Failure then return redis.error_reply(result.message) end
+    if type(result) == 'table' and result.err then return result end
+    -- A server's refusal of a write (out of memory, a read-only replica),
+    -- raised as text by scripts on older servers: its own words.
+    if type(result) == 'string' then
+      local refusal = result:match('OOM command not allowed.*') or result:match('READONLY .*')
+      if refusal then return redis.error_reply((refusal:gsub('%s*script: .*$', ''))) end
+    end
+    return redis.error_reply('ERR internal error in the ratelimit library (the request was not applied)')
+  end
+end
+
+redis.register_function('rl_gcra', guarded(rate_command(ALGORITHMS[1], 'rl_gcra')))
+redis.register_function('rl_token_bucket', guarded(rate_command(ALGORITHMS[2], 'rl_token_bucket')))
+redis.register_function('rl_fixed', guarded(rate_command(ALGORITHMS[3], 'rl_fixed')))
+redis.register_function('rl_sliding_log', guarded(rate_command(ALGORITHMS[4], 'rl_sliding_log')))
+redis.register_function('rl_sliding_counter', guarded(rate_command(ALGORITHMS[5], 'rl_sliding_counter')))
+redis.register_function('rl_all', guarded(all_command))
+redis.register_function('rl_concurrency', guarded(concurrency_command))
+redis.register_function('rl_release', guarded(release_command))
+redis.register_function('rl_renew', guarded(renew_command))
+redis.register_function {
+  function_name = 'rl_version',
+  callback = function() return VERSION end,
+  flags = { 'no-writes', 'allow-stale' },
+}
