@@ -11,7 +11,7 @@
 //! on what does not depend on it; each call then starts from the module's
 //! state, copied into the other databases first.
 
-use super::{edition, function_of, library_source, Edition, Server};
+use super::{edition, function_of, library_source, tested, Edition, Server};
 use redis::{Connection, ConnectionLike, Value};
 use std::collections::HashMap;
 
@@ -34,6 +34,9 @@ pub struct SideBySide {
     /// its last `SELECT` named.
     aof_read: usize,
     aof_db: usize,
+    /// Each command's arity as the server checks it before queuing the
+    /// command in a transaction (`COMMAND INFO`), read once a command.
+    arities: HashMap<Vec<u8>, i64>,
 }
 
 /// The commands each edition's database received in the AOF, in order.
@@ -108,6 +111,7 @@ impl SideBySide {
             shas,
             aof_read: 0,
             aof_db: 0,
+            arities: HashMap::new(),
         };
         both.one_instant = both.probe_instant();
         both.sync = !both.one_instant;
@@ -179,6 +183,67 @@ impl SideBySide {
 
     /// Run `steps` (pipelined): each in one transaction on every edition.
     pub fn run(&mut self, steps: &[Step]) -> Vec<Outcome> {
+        // A step the server refuses to queue (its arity) runs apart, in its
+        // place: read after the rest of the batch, its keys would show what
+        // later steps wrote.
+        let mut out = Vec::with_capacity(steps.len());
+        let mut from = 0;
+        for (i, step) in steps.iter().enumerate() {
+            if self.refused_in_a_transaction(step) {
+                out.extend(self.run_queued(&steps[from..i]));
+                out.push(self.apart(step));
+                from = i + 1;
+            }
+        }
+        out.extend(self.run_queued(&steps[from..]));
+        out
+    }
+
+    /// Whether the server would refuse `step`'s command in a transaction
+    /// for its number of arguments (Redis 7.0+ and Valkey check a module
+    /// command's declared arity; Redis 6.x leaves it to the module, which
+    /// answers the same error when the command runs).
+    fn refused_in_a_transaction(&mut self, step: &Step) -> bool {
+        if !tested().checks_arity() {
+            return false;
+        }
+        let name = step.args[0].to_ascii_lowercase();
+        let arity = match self.arities.get(&name) {
+            Some(arity) => *arity,
+            None => {
+                let info: Value = redis::cmd("COMMAND")
+                    .arg("INFO")
+                    .arg(&name[..])
+                    .query(&mut self.con)
+                    .expect("COMMAND INFO");
+                let arity = match &info {
+                    Value::Array(entries) => match entries.first() {
+                        Some(Value::Array(fields)) => match fields.get(1) {
+                            Some(Value::Int(arity)) => *arity,
+                            _ => 0,
+                        },
+                        _ => 0,
+                    },
+                    _ => 0,
+                };
+                self.arities.insert(name, arity);
+                arity
+            }
+        };
+        let argc = step.args.len() as i64;
+        if arity >= 0 {
+            arity != 0 && argc != arity
+        } else {
+            argc < -arity
+        }
+    }
+
+    /// Steps none of which the server refuses to queue: each in one
+    /// transaction, all in one pipeline.
+    fn run_queued(&mut self, steps: &[Step]) -> Vec<Outcome> {
+        if steps.is_empty() {
+            return Vec::new();
+        }
         let mut pipe = redis::pipe();
         let mut expected = 0;
         for step in steps {
@@ -203,9 +268,6 @@ impl SideBySide {
             at += n;
             match &answers[n - 1] {
                 Value::Array(results) => out.push(split(&results[self.sync_len(step)..], step.keys.len())),
-                // A command the server refused to queue (the module's arity):
-                // nothing ran; each edition is run on its own.
-                Value::ServerError(e) if e.code() == "EXECABORT" => out.push(self.apart(step)),
                 other => panic!("{step:?}: EXEC answered {other:?}"),
             }
         }
@@ -257,8 +319,8 @@ impl SideBySide {
         }
     }
 
-    /// A step whose transaction the server refused (a call of the wrong
-    /// arity, which runs nothing): each edition's call on its own, then
+    /// A step whose transaction the server would refuse (a call of the
+    /// wrong arity, which runs nothing): each edition's call on its own, then
     /// every key read in one transaction (one instant, so that a key
     /// expiring meanwhile is gone from every database alike).
     fn apart(&mut self, step: &Step) -> Outcome {
