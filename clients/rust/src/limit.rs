@@ -58,7 +58,7 @@ pub struct Limit {
 /// A duration as the server takes it with `MS`: a whole number of
 /// milliseconds, at least 1.
 pub(crate) fn millis(name: &'static str, d: Duration) -> Result<u64, Error> {
-    if d.subsec_nanos() % 1_000_000 != 0 {
+    if !d.subsec_nanos().is_multiple_of(1_000_000) {
         return Err(Error::invalid(
             name,
             format!("must be a whole number of milliseconds, got {d:?}"),
