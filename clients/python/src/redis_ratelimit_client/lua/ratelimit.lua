@@ -1055,6 +1055,16 @@ local function lease_view(s)
   local shape = 'expected \'Q\', the last lease id and 20-byte leases'
   if #s < LEASE_HEADER or byte(s, 1) ~= 81 or (#s - LEASE_HEADER) % RECORD ~= 0 then return nil, shape end
   local n = (#s - LEASE_HEADER) / RECORD
+  -- The last id as the module reads it, the header's or the newest
+  -- lease's, whichever is larger: 0, or past 2^62, the clock never gives.
+  local lo, hi = unpack('<I4I4', s, 2)
+  if n > 0 then
+    local newest_lo, newest_hi = unpack('<I4I4', s, LEASE_HEADER + (n - 1) * RECORD + 1)
+    if newest_hi > hi or (newest_hi == hi and newest_lo > lo) then lo, hi = newest_lo, newest_hi end
+  end
+  if (lo == 0 and hi == 0) or hi > 1073741824 or (hi == 1073741824 and lo > 0) then
+    return nil, 'a lease id of 0 or past 2^62, which the server\'s clock never gives'
+  end
   local records = {}
   local last = u64_at(s, 2)
   if not last then return nil, nil, true end
@@ -2712,6 +2722,8 @@ local function release_plain(key, id)
   if n >= 1 and (id1 == 0 or u1 == 0 or id1 > max(last, n == 2 and id2 or id1)) then return nil end
   if n == 2 and (id2 <= id1 or u2 == 0) then return nil end
   last = max(last, n == 2 and id2 or (n == 1 and id1 or last))
+  -- An id of 0 the clock never gives: the general path calls it corrupt.
+  if last == 0 then return nil end
   local now = clock()
   -- The lease, live (find_live), and the others kept (lease_update).
   local units, latest, any, keep = nil, 0, false, ''
