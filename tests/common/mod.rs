@@ -475,29 +475,31 @@ pub fn aof_commands(aof: &[u8]) -> String {
     text
 }
 
-/// The hint of the error for a number past a setting's cap: how that
-/// edition raises it.
+/// The hint of the error for a number past a setting's cap: how the
+/// edition under test raises it (the module: with `CONFIG SET`, or on a
+/// server without module settings, Redis 6.x, with a `loadmodule`
+/// argument; the functions edition: in its settings table).
 pub fn raises_the_cap(setting: &str, ceiling: u64) -> String {
     match edition() {
-        Edition::Module => format!("(CONFIG SET ratelimit.{setting} raises the cap, up to {ceiling})"),
+        Edition::Module if tested().has_module_settings() => {
+            format!("(CONFIG SET ratelimit.{setting} raises the cap, up to {ceiling})")
+        }
+        Edition::Module => format!(
+            "(the loadmodule argument '{setting} <n>' raises the cap, up to {ceiling}; this server has no CONFIG SET for module settings)"
+        ),
         _ => format!("(the {setting} setting at the top of the library raises the cap, up to {ceiling})"),
     }
 }
 
-/// A module error text as the edition under test words it: the hint of a
-/// capped number names the library's settings table instead of `CONFIG
-/// SET`.
+/// A module error text (as Redis 7.0 words it) as the edition and server
+/// under test word it: the hint of a capped number (see
+/// [`raises_the_cap`]).
 pub fn in_edition(expected: &str) -> String {
     let mut out = expected.to_string();
     for setting in ["sliding_log_max_limit", "concurrency_max_limit"] {
-        let module = raises_the_cap(setting, 1_000_000);
-        let ours = match edition() {
-            Edition::Module => module.clone(),
-            _ => format!("(the {setting} setting at the top of the library raises the cap, up to 1000000)"),
-        };
         out = out.replace(
             &format!("(CONFIG SET ratelimit.{setting} raises the cap, up to 1000000)"),
-            &ours,
+            &raises_the_cap(setting, 1_000_000),
         );
     }
     out
@@ -859,15 +861,10 @@ pub fn module_commands(con: &mut redis::Connection) -> Vec<String> {
 /// `setting` (without its prefix) can raise up to `ceiling`: with `CONFIG
 /// SET`, or on Redis 6.x with the `loadmodule` argument.
 pub fn over_cap(param: &str, max: u64, setting: &str, ceiling: u64) -> String {
-    if tested().has_module_settings() {
-        format!(
-            "ERR {param} must be an integer from 1 to {max} (CONFIG SET ratelimit.{setting} raises the cap, up to {ceiling})"
-        )
-    } else {
-        format!(
-            "ERR {param} must be an integer from 1 to {max} (the loadmodule argument '{setting} <n>' raises the cap, up to {ceiling}; this server has no CONFIG SET for module settings)"
-        )
-    }
+    format!(
+        "ERR {param} must be an integer from 1 to {max} {}",
+        raises_the_cap(setting, ceiling)
+    )
 }
 
 /// How many times a scenario whose exact replies assume that it ran within a
