@@ -335,7 +335,7 @@ impl Coverage {
 #[test]
 fn the_editions_agree_call_for_call() {
     let Some(mut both) = SideBySide::start_default() else {
-        return; // needs the module: runs in its run
+        return; // needs the module and Functions: runs in the module's run on 7.0+
     };
     let seed = std::env::var("RL_DIFF_SEED")
         .ok()
@@ -537,7 +537,7 @@ const OPTION_GROUPS: [&str; 12] = [
 #[test]
 fn every_error_path_answers_alike() {
     let Some(mut both) = SideBySide::start_default() else {
-        return; // needs the module: runs in its run
+        return; // needs the module and Functions: runs in the module's run on 7.0+
     };
     let mut inputs: Vec<Vec<String>> = Vec::new();
     let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<String>>();
@@ -1207,7 +1207,7 @@ fn the_library_shadow_switch() {
     );
     let Some(mut both) = SideBySide::start(&source.replace("  shadow = false,\n", "  shadow = true,\n"))
     else {
-        return; // needs the module: runs in its run
+        return; // needs the module and Functions: runs in the module's run on 7.0+
     };
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
@@ -1334,7 +1334,7 @@ fn the_library_shadow_switch() {
 #[test]
 fn memory_per_limiter_of_each_edition() {
     let Some(mut both) = SideBySide::start_default() else {
-        return; // needs the module: runs in its run
+        return; // needs the module and Functions: runs in the module's run on 7.0+
     };
     let kind = {
         let mut c = both.server.client();

@@ -61,10 +61,12 @@ pub struct Outcome {
 
 impl SideBySide {
     /// A server with the module, the library (`library`: its source) and
-    /// the generated scripts. `None` in a run of another edition: these
-    /// tests need the module, and run in its run.
+    /// the generated scripts. `None` in a run of another edition (these
+    /// tests need the module, and run in its run), and on a server without
+    /// Functions (Redis 6.x: there the scripts edition runs the whole
+    /// suite on its own, `RL_EDITION=scripts`).
     pub fn start(library: &str) -> Option<SideBySide> {
-        if edition() != Edition::Module {
+        if edition() != Edition::Module || !tested().has_functions() {
             return None;
         }
         // The AOF shows each edition's effects ([`SideBySide::effects`]).

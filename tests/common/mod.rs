@@ -1051,6 +1051,11 @@ impl ServerKind {
         self.seven()
     }
 
+    /// Redis Functions (`FUNCTION LOAD`, `FCALL`: Redis 7.0+, Valkey).
+    pub fn has_functions(&self) -> bool {
+        self.seven()
+    }
+
     /// The options that enable `MODULE` and `DEBUG` (Redis 7.0+; 6.x has
     /// both commands always and rejects the options).
     pub fn has_command_gates(&self) -> bool {
