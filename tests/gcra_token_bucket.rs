@@ -174,27 +174,23 @@ fn gcra_burst_then_refusal() {
 fn gcra_milliseconds_in_one_transaction() {
     let s = Server::start();
     let mut c = s.client();
-    // 3 per 1000 ms, no burst: T = 333.33 ms, rounded up to 334. The later
-    // calls' times are T - d after a call d µs earlier: 334 ms while
-    // d <= 333 µs (always, where a transaction has one instant).
-    let replies = transaction_in_time(
-        &mut c,
-        334,
-        20,
-        &[
-            &["RL.GCRA", "ms", "0", "3", "1000", "MS"],
-            &["RL.GCRA", "ms", "0", "3", "1000", "ms"],
-            &["RL.GCRA", "ms", "0", "3", "1000", "PEEK", "MS"],
-        ],
-    );
-    assert_eq!(
-        replies,
-        vec![
-            Reply::allowed(1, 0, 334),
-            Reply::refused(1, 0, 334, 334),
-            Reply::refused(1, 0, 334, 334)
-        ]
-    );
+    // 1000 per 1,000,999 ms, no burst: T = 1000.999 ms, rounded up to 1001.
+    // A later call's times are T - d after a call d µs earlier: 1001 ms
+    // while d < 999 µs (always, where a transaction has one instant). The
+    // editions read the clock in each call, and a call of the scripts can
+    // take 200 µs on Redis 6.0: so each transaction holds two calls, and
+    // T's fraction leaves them nearly a whole millisecond.
+    let rate: &[&str] = &["RL.GCRA", "ms", "0", "1000", "1000999"];
+    let with = |tail: &[&'static str]| [rate, tail].concat();
+    for (unit, second) in [("MS", with(&["ms"])), ("ms", with(&["PEEK", "MS"]))] {
+        let first = with(&[unit]);
+        let replies = transaction_in_time(&mut c, 999, 20, &[&first, &second]);
+        assert_eq!(
+            replies,
+            vec![Reply::allowed(1, 0, 1001), Reply::refused(1, 0, 1001, 1001)],
+            "{first:?} then {second:?}"
+        );
+    }
 }
 
 #[test]
