@@ -1026,6 +1026,13 @@ impl ServerKind {
         !self.seven()
     }
 
+    /// Per-command latency histograms (`latency-tracking`, Redis 7.0+): a
+    /// command's first call, from a client or from Lua, allocates its
+    /// histogram (24.7 KB on Redis 7.0), kept for the server's life.
+    pub fn has_latency_tracking(&self) -> bool {
+        self.seven()
+    }
+
     /// `PEXPIRETIME` and `EXPIRETIME` (Redis 7.0+).
     pub fn has_pexpiretime(&self) -> bool {
         self.seven()
