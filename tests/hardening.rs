@@ -525,16 +525,20 @@ fn random_arguments_never_crash_or_corrupt() {
                 let (reply, rest) = rest.split_first().expect("the call");
                 let (after, after_ttl) = rest.split_first().expect("DUMP");
                 // Redis 6.0 reads the clock anew for each command of a
-                // transaction: a key whose expiry falls between the call
-                // and the DUMP after it is gone then. It expired if it had
-                // to by the time the probe after it read.
+                // transaction: a key whose expiry falls between the DUMP
+                // before the call and the DUMP after it is gone then. It
+                // expired if it had to by the time the probe after it read,
+                // or if it was gone already when the probe before it read
+                // (PTTL's -2 for a key DUMP had just read).
+                let gone_before_the_call = probe.expiry(before_ttl).0 == -2;
                 let expired = thawed
                     && *after == Value::Nil
                     && *before != Value::Nil
-                    && probe.expiry(before_ttl).0 >= 0
-                    && probe
-                        .now(after_ttl)
-                        .is_some_and(|now| probe.expiry(before_ttl).0 <= now);
+                    && (gone_before_the_call
+                        || probe.expiry(before_ttl).0 >= 0
+                            && probe
+                                .now(after_ttl)
+                                .is_some_and(|now| probe.expiry(before_ttl).0 <= now));
                 let (before_ttl, after_ttl) = (probe.expiry(before_ttl), probe.expiry(after_ttl));
                 match reply {
                     Value::ServerError(e) => {
