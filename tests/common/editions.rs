@@ -9,7 +9,9 @@
 //! whether this server does so, checked on it. Redis 7.0 reads the clock
 //! per command: there the editions cannot be compared at one instant, only
 //! on what does not depend on it; each call then starts from the module's
-//! state, copied into the other databases first.
+//! state, copied into the other databases first (without an expiry: a
+//! function or script decides whether a key has expired at its own start,
+//! later than the module).
 
 use super::{edition, function_of, library_source, tested, Edition, Server};
 use redis::{Connection, ConnectionLike, Value};
@@ -296,12 +298,21 @@ impl SideBySide {
                     .arg(*db)
                     .arg("REPLACE");
             }
+            // The copies never expire: the module decides at the
+            // transaction's instant, a function or script at its own start
+            // (later), where a key due in between would be gone for it
+            // alone.
+            pipe.cmd("SELECT").arg(*db);
+            for key in &step.keys {
+                pipe.cmd("PERSIST").arg(&key[..]);
+            }
+            pipe.cmd("SELECT").arg(0);
         }
     }
 
     fn sync_len(&self, step: &Step) -> usize {
         if self.sync {
-            (DATABASES.len() - 1) * (2 + 2 * step.keys.len())
+            (DATABASES.len() - 1) * (4 + 3 * step.keys.len())
         } else {
             0
         }
