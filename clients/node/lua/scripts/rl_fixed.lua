@@ -1932,7 +1932,7 @@ end
 
 -- (In a block of its own: the library's top level may hold at most 200
 -- locals.)
-local plain, plain_refund, keep_limiter, kept_limiter, plain_reply, all_plain
+local plain, keep_limiter, kept_limiter, plain_reply, all_plain
 do
   -- Decimal strings seen, and their values (false: not a canonical integer).
   local NUMBERS, numbers_held = {}, 0
@@ -1944,12 +1944,13 @@ do
     return v
   end
 
-  -- The quantity and the unit of `[quantity] [MS]` after n parameters; nil
-  -- for anything else.
+  -- The quantity and the unit of `[quantity] [MS]` after n parameters, or
+  -- of `quantity REFUND [MS]` with a third value, true; nil for anything
+  -- else.
   function plain(args, n)
     local m = #args
     if m == n then return 1, 1000000 end
-    if m < n or m > n + 2 then return nil end
+    if m < n or m > n + 3 then return nil end
     local a = args[n + 1]
     if m == n + 1 and (a == 'MS' or a == 'ms') then return 1, 1000 end
     local q = NUMBERS[a]
@@ -1957,24 +1958,11 @@ do
     if not q or q > MAX_QUANTITY then return nil end
     if m == n + 1 then return q, 1000000 end
     a = args[n + 2]
-    if a == 'MS' or a == 'ms' then return q, 1000 end
-    return nil
-  end
-
-  -- The quantity and the unit of `quantity REFUND [MS]` after n parameters;
-  -- nil for anything else.
-  function plain_refund(args, n)
-    local m = #args
-    if m < n + 2 or m > n + 3 then return nil end
-    local word = args[n + 2]
-    if word ~= 'REFUND' and word ~= 'refund' then return nil end
-    local a = args[n + 1]
-    local q = NUMBERS[a]
-    if q == nil then q = number_of(a) end
-    if not q or q > MAX_QUANTITY then return nil end
-    if m == n + 2 then return q, 1000000 end
+    if m == n + 2 and (a == 'MS' or a == 'ms') then return q, 1000 end
+    if a ~= 'REFUND' and a ~= 'refund' then return nil end
+    if m == n + 2 then return q, 1000000, true end
     a = args[n + 3]
-    if a == 'MS' or a == 'ms' then return q, 1000 end
+    if a == 'MS' or a == 'ms' then return q, 1000, true end
     return nil
   end
 
@@ -2081,7 +2069,13 @@ do
           if nf < 0 then nu, nf = nu - 1, nf + d end
         end
         if not (nu > now or (nu == now and nf > 0)) then
-          return 0, gcra_room(hu, hf, now, 0, d, T, limit), -1, 0, true
+          -- At rest the room is the limiter's own, whatever now is.
+          local room = lim.rest_room
+          if not room then
+            room = gcra_room(hu, hf, now, 0, d, T, limit)
+            lim.rest_room = room
+          end
+          return 0, room, -1, 0, true
         end
         local ends = nu
         if nf > 0 then ends = nu + 1 end
@@ -2337,8 +2331,8 @@ do
       ALG[i], FROM[i] = alg, at + 1
       at = at + 1 + #alg.params
     end
-    local q, unit = plain(args, at - 1)
-    if not q then return nil end
+    local q, unit, refund = plain(args, at - 1)
+    if not q or refund then return nil end
     for i = 1, n do
       -- (kept_limiter, inline)
       local from = FROM[i]
@@ -2481,12 +2475,8 @@ local function rate_command(alg, fname)
     -- The plain call first (see "The plain call in one pass").
     local pre = nil
     if #keys == 1 and not SETTINGS.shadow then
-      local q, unit = plain(args, n)
-      local refund = false
-      if not q and alg.fast_refund then
-        q, unit = plain_refund(args, n)
-        refund = q ~= nil
-      end
+      local q, unit, refund = plain(args, n)
+      if refund and not alg.fast_refund then q = nil end
       -- The kept limiter (kept_limiter, inline).
       local lim = q and alg.kept[unit][args[1]]
       if lim then
