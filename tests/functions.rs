@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::editions::{disagreement, SideBySide, Step, EDITIONS};
+use common::editions::{disagreement, past_the_library_range, SideBySide, Step, EDITIONS};
 use common::Rng;
 use redis::Value;
 
@@ -287,6 +287,8 @@ struct Coverage {
     leases: usize,
     released: usize,
     renewed: usize,
+    /// Calls on a key past the functions edition's range (not compared).
+    past_range: usize,
 }
 
 impl Coverage {
@@ -418,9 +420,35 @@ fn the_editions_agree_call_for_call() {
             .collect();
         let only: Vec<Step> = steps.iter().map(|(_, s)| s.clone()).collect();
         let outcomes = both.run(&only);
-        for (i, ((args, _), outcome)) in steps.iter().zip(&outcomes).enumerate() {
+        // Keys the module took past the functions edition's range in this
+        // batch (a debt of centuries, through FORCE and changed rates): the
+        // editions part there by design (docs/functions.md, "Ranges"), so
+        // the rest of the batch does not compare them, and the library's
+        // and the scripts' databases get the module's copies after it.
+        let mut past_range: Vec<Vec<u8>> = Vec::new();
+        for (i, ((args, step), outcome)) in steps.iter().zip(&outcomes).enumerate() {
             let at = done + i;
+            if step.keys.iter().any(|k| past_range.contains(k)) {
+                if let Some(text) = outcome
+                    .replies
+                    .iter()
+                    .find_map(common::editions::lua_runtime_error)
+                {
+                    panic!(
+                        "seed {seed}, call {at}: {}: a Lua runtime error: {text}",
+                        args.join(" ")
+                    );
+                }
+                coverage.past_range += 1;
+                continue;
+            }
             if let Some(what) = disagreement(outcome, both.one_instant) {
+                let ms = args.iter().any(|a| a.eq_ignore_ascii_case("MS"));
+                if past_the_library_range(outcome, if ms { 1000 } else { 1_000_000 }) {
+                    past_range.extend(step.keys.iter().cloned());
+                    coverage.past_range += 1;
+                    continue;
+                }
                 panic!("seed {seed}, call {at}: {}: {what}", args.join(" "));
             }
             coverage.count(&args[0], args, &outcome.replies[0]);
@@ -435,8 +463,11 @@ fn the_editions_agree_call_for_call() {
             }
         }
         let effects = both.effects();
+        if !past_range.is_empty() {
+            both.copy_module_keys(&past_range);
+        }
         for e in 1..3 {
-            if both.one_instant && effects[e] != effects[0] {
+            if both.one_instant && past_range.is_empty() && effects[e] != effects[0] {
                 let show = |list: &[Vec<Vec<u8>>], from: usize| {
                     list.iter()
                         .skip(from)

@@ -310,6 +310,24 @@ impl SideBySide {
         }
     }
 
+    /// Copy the module's `keys` (or their absence) over the library's and
+    /// the scripts', expiry and all, and drop the copies' own effects.
+    pub fn copy_module_keys(&mut self, keys: &[Vec<u8>]) {
+        let mut pipe = redis::pipe();
+        for db in &DATABASES[1..] {
+            pipe.cmd("SELECT").arg(*db);
+            for key in keys {
+                pipe.cmd("DEL").arg(&key[..]);
+            }
+            pipe.cmd("SELECT").arg(0);
+            for key in keys {
+                pipe.cmd("COPY").arg(&key[..]).arg(&key[..]).arg("DB").arg(*db);
+            }
+        }
+        pipe.query::<()>(&mut self.con).expect("the copies");
+        self.effects();
+    }
+
     fn sync_len(&self, step: &Step) -> usize {
         if self.sync {
             (DATABASES.len() - 1) * (4 + 3 * step.keys.len())
@@ -474,6 +492,30 @@ fn split(results: &[Value], keys: usize) -> Outcome {
         replies: [parts[0].0.clone(), parts[1].0.clone(), parts[2].0.clone()],
         states: [parts[0].1.clone(), parts[1].1.clone(), parts[2].1.clone()],
     }
+}
+
+/// The instants the functions edition computes: up to 6 * 10^15 µs after
+/// the epoch (the year 2160), where the module goes on.
+pub const LIBRARY_INSTANTS: i64 = 6_000_000_000_000_000;
+
+/// Whether a step's disagreement is the functions edition's range: the
+/// library or the scripts refused with its range error where the module's
+/// reply (times in `unit` µs) names an instant past it.
+pub fn past_the_library_range(outcome: &Outcome, unit: i64) -> bool {
+    let refused = outcome.replies[1..]
+        .iter()
+        .any(|r| error_of(r).is_some_and(|t| t.contains("beyond the functions edition's range")));
+    let Value::Array(items) = &outcome.replies[0] else {
+        return false;
+    };
+    let int = |i: usize| match items.get(i) {
+        Some(Value::Int(v)) => *v,
+        _ => 0,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64);
+    refused && now.saturating_add(int(3).max(int(4)).saturating_mul(unit)) >= LIBRARY_INSTANTS
 }
 
 /// Whether the editions agree on a step: the same reply (errors in the

@@ -944,6 +944,16 @@ pub fn transaction_within(
     })
 }
 
+/// Whether a key may expire between two commands of one transaction for
+/// the edition under test: on Redis 6.0 (each command reads the clock), and
+/// under the functions edition or the scripts on Redis 6.2 and 7.0 (a
+/// function or script decides at its own start).
+pub fn transaction_time_moves() -> bool {
+    let kind = tested();
+    !kind.freezes_transaction_time()
+        || (edition() != Edition::Module && !kind.scripts_share_transaction_time())
+}
+
 /// Which server a test runs against, read from `INFO server`: what it is
 /// and its version. Tests that depend on how the server represents values
 /// (shared objects, `MEMORY USAGE`) ask it what to expect.
@@ -1074,6 +1084,13 @@ impl ServerKind {
     /// clock, so a key may expire between two commands of one `MULTI`.
     pub fn freezes_transaction_time(&self) -> bool {
         self.valkey || self.version >= (6, 2, 0)
+    }
+
+    /// A function or script in a transaction decides whether a key has
+    /// expired at the transaction's instant (Redis 7.2+, Valkey): before,
+    /// at its own start, later than the commands before it.
+    pub fn scripts_share_transaction_time(&self) -> bool {
+        self.valkey || self.version >= (7, 2, 0)
     }
 
     /// `--cluster-port`, the cluster bus's own port (Redis 7.0+; before,
