@@ -204,11 +204,8 @@ fn used_memory(c: &mut redis::Connection) -> i64 {
         .arg("LIST")
         .query(c)
         .unwrap();
-    let used: i64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no used_memory in {info}"));
+    let used =
+        common::info_number(&info, "used_memory").unwrap_or_else(|| panic!("no used_memory in {info}"));
     let clients: i64 = clients
         .lines()
         .map(|client| {
@@ -286,11 +283,7 @@ fn memory_returns_to_its_start_after_a_soak() {
     // The VMs' heaps, where the server reports them (Redis 7.0+, Valkey).
     let vm = |c: &mut redis::Connection| {
         let info: String = cmd(&["INFO", "memory"]).query(c).unwrap();
-        ["used_memory_vm_functions", "used_memory_vm_eval"].map(|f| {
-            info.lines()
-                .find_map(|l| l.strip_prefix(&format!("{f}:")))
-                .and_then(|v| v.trim().parse::<i64>().ok())
-        })
+        ["used_memory_vm_functions", "used_memory_vm_eval"].map(|f| common::info_number(&info, f))
     };
     let vm_before = vm(&mut c);
 

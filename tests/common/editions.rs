@@ -281,32 +281,12 @@ impl SideBySide {
     /// The commands that copy the module's keys over the others' (when
     /// [`SideBySide::sync`]), and how many they are.
     fn queue_sync(&self, pipe: &mut redis::Pipeline, step: &Step) {
-        if !self.sync {
-            return;
-        }
-        for db in &DATABASES[1..] {
-            pipe.cmd("SELECT").arg(*db);
-            for key in &step.keys {
-                pipe.cmd("DEL").arg(&key[..]);
-            }
-            pipe.cmd("SELECT").arg(0);
-            for key in &step.keys {
-                pipe.cmd("COPY")
-                    .arg(&key[..])
-                    .arg(&key[..])
-                    .arg("DB")
-                    .arg(*db)
-                    .arg("REPLACE");
-            }
+        if self.sync {
             // The copies never expire: the module decides at the
             // transaction's instant, a function or script at its own start
             // (later), where a key due in between would be gone for it
             // alone.
-            pipe.cmd("SELECT").arg(*db);
-            for key in &step.keys {
-                pipe.cmd("PERSIST").arg(&key[..]);
-            }
-            pipe.cmd("SELECT").arg(0);
+            queue_copies(pipe, &step.keys, true);
         }
     }
 
@@ -314,16 +294,7 @@ impl SideBySide {
     /// the scripts', expiry and all, and drop the copies' own effects.
     pub fn copy_module_keys(&mut self, keys: &[Vec<u8>]) {
         let mut pipe = redis::pipe();
-        for db in &DATABASES[1..] {
-            pipe.cmd("SELECT").arg(*db);
-            for key in keys {
-                pipe.cmd("DEL").arg(&key[..]);
-            }
-            pipe.cmd("SELECT").arg(0);
-            for key in keys {
-                pipe.cmd("COPY").arg(&key[..]).arg(&key[..]).arg("DB").arg(*db);
-            }
-        }
+        queue_copies(&mut pipe, keys, false);
         pipe.query::<()>(&mut self.con).expect("the copies");
         self.effects();
     }
@@ -491,6 +462,31 @@ fn split(results: &[Value], keys: usize) -> Outcome {
     Outcome {
         replies: [parts[0].0.clone(), parts[1].0.clone(), parts[2].0.clone()],
         states: [parts[0].1.clone(), parts[1].1.clone(), parts[2].1.clone()],
+    }
+}
+
+/// The commands that copy the module's `keys` (database 0) over the other
+/// editions' databases, the absent ones too; with `persist`, the copies
+/// keep no expiry. Each database: `SELECT`, a `DEL` per key, `SELECT 0`, a
+/// `COPY` per key, then with `persist` `SELECT`, a `PERSIST` per key,
+/// `SELECT 0`.
+fn queue_copies(pipe: &mut redis::Pipeline, keys: &[Vec<u8>], persist: bool) {
+    for db in &DATABASES[1..] {
+        pipe.cmd("SELECT").arg(*db);
+        for key in keys {
+            pipe.cmd("DEL").arg(&key[..]);
+        }
+        pipe.cmd("SELECT").arg(0);
+        for key in keys {
+            pipe.cmd("COPY").arg(&key[..]).arg(&key[..]).arg("DB").arg(*db);
+        }
+        if persist {
+            pipe.cmd("SELECT").arg(*db);
+            for key in keys {
+                pipe.cmd("PERSIST").arg(&key[..]);
+            }
+            pipe.cmd("SELECT").arg(0);
+        }
     }
 }
 

@@ -751,10 +751,14 @@ pub fn until(at_micros: u64, before: u64, after: u64, unit_micros: u64) -> std::
 /// An integer field of `INFO`.
 pub fn info_field(con: &mut redis::Connection, section: &str, field: &str) -> i64 {
     let info: String = cmd(&["INFO", section]).query(con).expect("INFO");
+    info_number(&info, field).unwrap_or_else(|| panic!("no {field} in INFO {section}"))
+}
+
+/// An integer field of `INFO`'s text, if it is there.
+pub fn info_number(info: &str, field: &str) -> Option<i64> {
     info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {field} in INFO {section}"))
 }
 
 /// A field of `INFO` as text.
