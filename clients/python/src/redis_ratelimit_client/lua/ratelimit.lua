@@ -1719,10 +1719,22 @@ local function block_plan(frame, ends, ms)
   return set_plan(block_header(ends) .. frame.body, ms)
 end
 
+-- An expiry in ms as the decimal string a command takes. Lua would format
+-- a number argument with "%.14g", several thousand instructions; '%d' costs
+-- a fraction of that, and the last string is kept, as it repeats (a fixed
+-- window's end is that of every call in the window, and RL.ALL's limits
+-- often share it).
+local ms_held, ms_text = nil, nil
+local function ms_string(ms)
+  if ms ~= ms_held then ms_held, ms_text = ms, fmt('%d', ms) end
+  return ms_text
+end
+
 -- SET with an absolute expiry. (The generated scripts, which also run on
 -- Redis 6.0, a server without PXAT, write SET then PEXPIREAT there: see
 -- functions/generate.py.)
 local function set_at(key, value, ms)
+  ms = ms_string(ms)
   call('SET', key, value, 'PXAT', ms)
 end
 
@@ -1740,7 +1752,7 @@ local function apply(key, plan, stored)
       set_at(key, patched(stored or '', plan.new_len, plan.patches), plan.ms)
     else
       for i = 1, #plan.patches do call('SETRANGE', key, plan.patches[i][1], plan.patches[i][2]) end
-      call('PEXPIREAT', key, plan.ms)
+      call('PEXPIREAT', key, ms_string(plan.ms))
       if plan.compact then
         set_repl(REPL_NONE)
         call('SET', key, patched(stored or '', plan.new_len, plan.patches), 'KEEPTTL')
