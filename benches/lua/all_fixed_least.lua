@@ -2,7 +2,8 @@
 -- as a bound for the functions edition's rl_all (docs/performance.md). It
 -- makes only the calls of all_calls_floor.lua, and checks nothing: no
 -- argument validation, no type check of the keys, no options, one unit,
--- every window the first one's length. KEYS[1..n]; ARGV as all_fixed.lua's.
+-- one expiry for every key (the last window's end). KEYS[1..n]; ARGV as
+-- all_fixed.lua's.
 -- The values are a fixed window's 12 bytes, the replies RL.ALL's six
 -- integers (seconds).
 local t = redis.call('TIME')
