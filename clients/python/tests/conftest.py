@@ -159,9 +159,10 @@ def mode(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def connect(mode: str) -> Iterator[Callable[..., Any]]:
     """connect(port, cluster=False, redis_options={...}, **RateLimits
-    options) -> a RateLimits, sync or async (behind Blocking)."""
+    options) -> a RateLimits, sync or async (behind Blocking); closed, with
+    its redis-py client, at the end of the test."""
     loop = asyncio.new_event_loop()
-    clients: list[Any] = []
+    made: list[tuple[Any, Any]] = []
 
     def make(port: int, *, cluster: bool = False, redis_options: dict[str, Any] | None = None, **options: Any) -> Any:
         kw = redis_options or {}
@@ -169,22 +170,26 @@ def connect(mode: str) -> Iterator[Callable[..., Any]]:
             sync_client = (
                 redis.cluster.RedisCluster(host="127.0.0.1", port=port, **kw)
                 if cluster
-                else redis.Redis(port=port, **kw)
+                else redis.Redis(host="127.0.0.1", port=port, **kw)
             )
-            clients.append(sync_client)
-            return rl.RateLimits(sync_client, **options)
+            sync_limits = rl.RateLimits(sync_client, **options)
+            made.append((sync_client, sync_limits))
+            return sync_limits
         if cluster:
             async_client: Any = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=port, **kw)
         else:
-            async_client = redis.asyncio.Redis(port=port, **kw)
-        clients.append(async_client)
-        return Blocking(rl.AsyncRateLimits(async_client, **options), loop)
+            async_client = redis.asyncio.Redis(host="127.0.0.1", port=port, **kw)
+        async_limits = rl.AsyncRateLimits(async_client, **options)
+        made.append((async_client, async_limits))
+        return Blocking(async_limits, loop)
 
     yield make
-    for client in clients:
+    for client, limits in made:
         if mode == "sync":
+            limits.close()
             client.close()
         else:
+            loop.run_until_complete(limits.aclose())
             loop.run_until_complete(client.aclose())
     loop.close()
 

@@ -33,7 +33,7 @@ def test_gcra_burst_then_refusal(limits: Any) -> None:
     assert (first.allowed, first.limit, first.remaining, first.granted) == (True, 3, 2, 1)
     assert first.retry_after is None and first.retry_after_ms is None
     assert first.reset == timedelta(hours=1)
-    assert first.binding is None and first.lease is None
+    assert first.binding == 1 and first.lease is None and first.failed_open is False
     second, third = api.take("user:42"), api.take("user:42")
     assert (second.remaining, third.remaining) == (1, 0)
     assert within(second.reset_ms, 2 * HOUR) and within(third.reset_ms, 3 * HOUR)
@@ -159,8 +159,9 @@ def test_block_locks_the_key_out(limits: Any) -> None:
 def test_wait_on_a_window_is_a_server_error(limits: Any) -> None:
     with pytest.raises(ServerError) as raised:
         limits.fixed_window(limit=3, window=60).take("x", wait=1)
+    assert raised.value.code == "ERR"
     assert raised.value.message == (
-        "WAIT does not work with RL.FIXED: a window cannot hold a later window's requests "
+        "ERR WAIT does not work with RL.FIXED: a window cannot hold a later window's requests "
         "(WAIT works with RL.GCRA, RL.TOKEN_BUCKET and RL.SLIDING_LOG)"
     )
 
@@ -169,7 +170,7 @@ def test_options_that_exclude_each_other(limits: Any) -> None:
     with pytest.raises(ServerError) as raised:
         limits.gcra(rate=1, per=1).take("x", force=True, wait=1)
     assert raised.value.message == (
-        "syntax error: FORCE and WAIT cannot be combined (each says how the units are taken: choose one)"
+        "ERR syntax error: FORCE and WAIT cannot be combined (each says how the units are taken: choose one)"
     )
 
 
@@ -178,7 +179,7 @@ def test_a_key_of_another_algorithm(limits: Any) -> None:
     with pytest.raises(ServerError) as raised:
         limits.gcra(rate=1, per=1).take("shared")
     assert raised.value.message == (
-        "key 'shared' holds an RL.FIXED state, not an RL.GCRA one (use another key, or DEL it to start over)"
+        "ERR key 'shared' holds an RL.FIXED state, not an RL.GCRA one (use another key, or DEL it to start over)"
     )
 
 

@@ -80,3 +80,9 @@ def test_typed_and_versioned() -> None:
     # The client asks the library for its own version: it follows the module's.
     workspace_version = re.search(r'\[workspace\.package\]\nversion = "([^"]+)"', cargo)
     assert workspace_version and workspace_version.group(1) == redis_ratelimit_client.__version__
+
+
+def test_the_sync_client_is_made_from_the_async_one() -> None:
+    result = subprocess.run([sys.executable, str(HERE / "unasync.py"), "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "unasync: _sync.py is made from _async.py\n"

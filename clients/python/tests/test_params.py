@@ -1,6 +1,6 @@
 """Bad parameters fail at construction (or before a call is sent), with a
 message that names the parameter. The clients here point at a port where
-nothing listens: any command sent would raise a ConnectionError instead."""
+nothing listens: any command sent would raise Unavailable instead."""
 
 from __future__ import annotations
 
@@ -11,68 +11,60 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
-from redis_ratelimit_client import AsyncRateLimits, InvalidParameter, RateLimits
+from redis_ratelimit_client import AsyncRateLimits, InvalidParameter, RateLimits, Unavailable
 
 from .servers import free_port
 
 NOWHERE = free_port()
-limits = RateLimits(redis.Redis(port=NOWHERE, retry=Retry(NoBackoff(), 0)))
+limits = RateLimits(redis.Redis(port=NOWHERE))
 
+NAME_RULE = 'name must be a non-empty string of printable ASCII without ", \\, { or }'
+
+# Python's own forms (the ranges of every parameter are the contract's:
+# test_contract.py runs them).
 BAD: list[tuple[Callable[[], Any], str]] = [
-    (lambda: limits.gcra(rate=0, per=1), "rate must be an integer from 1 to 1000000000, got 0"),
     (lambda: limits.gcra(rate=1.5, per=1), "rate must be an integer, got float"),
     (lambda: limits.gcra(rate=True, per=1), "rate must be an integer, got bool"),
-    (lambda: limits.gcra(rate=10, per=1, burst=0), "burst must be an integer from 1 to 1000000000, got 0"),
-    (lambda: limits.gcra(rate=10, per=0), "per must be from 1 ms to 1000000000 s, got 0"),
-    (lambda: limits.gcra(rate=10, per=-1), "per must be from 1 ms to 1000000000 s, got -1"),
-    (lambda: limits.gcra(rate=10, per=0.0005), "per must be a whole number of milliseconds, got 0.0005 s"),
-    (lambda: limits.gcra(rate=10, per=1.0001), "per must be a whole number of milliseconds, got 1.0001 s"),
+    (lambda: limits.gcra(rate=10, per=-1), "per must be from 1 ms to 1000000000000 ms, got -1000 ms"),
+    (lambda: limits.gcra(rate=10, per=0.0005), "per must be a whole number of milliseconds, got 0.5 ms"),
+    (lambda: limits.gcra(rate=10, per=1.0001), "per must be a whole number of milliseconds, got 1000.1 ms"),
     (lambda: limits.gcra(rate=10, per=float("inf")), "per must be a finite number of seconds, got inf"),
     (
         lambda: limits.gcra(rate=10, per=timedelta(microseconds=1500)),
-        "per must be a whole number of milliseconds, got 0:00:00.001500",
+        "per must be a whole number of milliseconds, got 1.5 ms",
     ),
     (
         lambda: limits.gcra(rate=10, per="1s"),
         "per must be a duration (seconds as int or float, or a timedelta), got str",
     ),
-    (lambda: limits.gcra(rate=10, per=10**9 + 1), "per must be from 1 ms to 1000000000 s, got 1000000001"),
-    (lambda: limits.token_bucket(capacity=0, refill=1, per=1), "capacity must be an integer from 1"),
-    (lambda: limits.token_bucket(capacity=1, refill=0, per=1), "refill must be an integer from 1"),
-    (lambda: limits.fixed_window(limit=0, window=60), "limit must be an integer from 1 to 1000000000, got 0"),
-    (lambda: limits.fixed_window(limit=1, window=timedelta(0)), "window must be from 1 ms"),
-    (lambda: limits.sliding_log(limit=2_000_000, window=60), "limit must be an integer from 1 to 1000000, got 2000000"),
-    (lambda: limits.sliding_counter(limit=-1, window=60), "limit must be an integer from 1 to 1000000000, got -1"),
-    (lambda: limits.concurrency(limit=0, timeout=60), "limit must be an integer from 1 to 1000000, got 0"),
-    (lambda: limits.concurrency(limit=1, timeout=0.0001), "timeout must be a whole number of milliseconds"),
-    (lambda: limits.gcra(rate=1, per=1, name='say "hi"'), "name must be printable ASCII without quotes"),
-    (lambda: limits.gcra(rate=1, per=1, name=""), "name must be a non-empty string"),
-    (
-        lambda: limits.gcra(rate=1, per=1, name="{tag}"),
-        "name must be printable ASCII without quotes, backslashes or braces",
-    ),
+    (lambda: limits.gcra(rate=10, per=10**9 + 1), "per must be from 1 ms to 1000000000000 ms, got 1000000001000 ms"),
+    (lambda: limits.gcra(rate=1, per=1, name='say "hi"'), NAME_RULE),
+    (lambda: limits.gcra(rate=1, per=1, name="{tag}"), NAME_RULE),
+    (lambda: limits.gcra(rate=1, per=1, name="caf\u00e9"), NAME_RULE),
+    (lambda: limits.gcra(rate=1, per=1, name=7), NAME_RULE),
     (
         lambda: limits.all_of(limits.gcra(rate=1, per=1), limits.gcra(rate=2, per=1)),
-        "all_of: two limiters are named 'gcra'; give each its own name=",
+        "two limiters are named 'gcra': give each its own name",
     ),
-    (lambda: limits.all_of(), "all_of needs at least one limiter"),
     (
         lambda: limits.all_of(RateLimits(redis.Redis(port=NOWHERE)).gcra(1, 1)),
-        "every limiter must come from this client",
+        "all_of: every limiter must come from this client",
     ),
-    (lambda: limits.gcra(1, 1).take("k", -1), "n must be an integer from 0 to 1000000000, got -1"),
     (lambda: limits.gcra(1, 1).take("k", 1.0), "n must be an integer, got float"),
-    (lambda: limits.gcra(1, 1).take("k", wait=-1), "wait must be from 0 ms"),
-    (lambda: limits.gcra(1, 1).take("k", wait=0.0001), "wait must be a whole number of milliseconds"),
-    (lambda: limits.gcra(1, 1).take("k", block=0), "block must be from 1 ms"),
-    (lambda: limits.gcra(1, 1).refund("k", -2), "n must be an integer from 0"),
-    (lambda: limits.concurrency(1, 1).acquire("k", timeout=0), "timeout must be from 1 ms"),
-    (lambda: limits.concurrency(1, 1).release("k", 0), "lease must be an integer from 1 to 9223372036854775807, got 0"),
+    (lambda: limits.gcra(1, 1).take(None), "key must be a non-empty string, got NoneType"),
+    (lambda: limits.gcra(1, 1).take(42), "key must be a non-empty string, got int"),
+    (lambda: limits.gcra(1, 1).take(b""), "key must be a non-empty string"),
+    (lambda: limits.all_of(limits.gcra(1, 1)).take([None]), "key must be a non-empty string, got NoneType"),
+    (lambda: limits.gcra(1, 1).check(""), "key must be a non-empty string"),
+    (lambda: limits.concurrency(1, 1).acquire(None), "key must be a non-empty string, got NoneType"),
     (lambda: limits.concurrency(1, 1).renew("k", "12"), "lease must be an integer, got str"),
     (lambda: limits.concurrency(1, 1).lease("k", 0), "n must be at least 1 for a lease, got 0"),
+    (lambda: RateLimits(redis.Redis(port=NOWHERE), fail_open=1), "fail_open must be True or False, got int"),
+    (
+        lambda: RateLimits(redis.Redis(port=NOWHERE), timeout="1s"),
+        "timeout must be a duration (seconds as int or float, or a timedelta), got str",
+    ),
 ]
 
 
@@ -80,7 +72,7 @@ BAD: list[tuple[Callable[[], Any], str]] = [
 def test_bad_parameters_fail_before_any_call(make: Callable[[], Any], message: str) -> None:
     with pytest.raises(InvalidParameter) as raised:
         make()
-    assert message in str(raised.value)
+    assert str(raised.value) == message
     assert isinstance(raised.value, ValueError)
 
 
@@ -113,5 +105,6 @@ def test_async_limiters_are_checked_the_same() -> None:
 
 def test_a_call_needs_the_server() -> None:
     """The counterpart: good parameters do reach the (absent) server."""
-    with pytest.raises(redis.ConnectionError):
+    with pytest.raises(Unavailable) as raised:
         limits.gcra(rate=1, per=1).take("k")
+    assert str(raised.value).startswith("rate limiter unavailable: Error 111 connecting to localhost:")

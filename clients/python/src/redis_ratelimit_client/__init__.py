@@ -15,14 +15,15 @@ words, typed decisions, leases, ASGI middleware and a FastAPI dependency.
 
 Every decision is made by the server; the client finds the backend (the
 module, else the functions library, which it loads when missing, else the
-standalone scripts) once per client object.
+standalone scripts) once per client object. Every call has a deadline
+(``timeout``, default 250 ms) and a failure policy (``fail_open``).
 """
 
 from ._async import AsyncAllOf, AsyncConcurrency, AsyncLease, AsyncLimiter, AsyncRateLimits
 from ._backend import BACKENDS, FUNCTIONS, MODULE, SCRIPTS
 from ._core import Key, rate_limit_headers
 from ._decision import Decision
-from ._errors import InvalidParameter, LimitExceeded, RateLimitError, ServerError
+from ._errors import InvalidParameter, LimitExceeded, RateLimitError, ServerError, Unavailable
 from ._params import Duration
 from ._specs import RateSpec
 from ._sync import AllOf, Concurrency, Lease, Limiter, RateLimits
@@ -51,6 +52,7 @@ __all__ = [
     "RateLimits",
     "RateSpec",
     "ServerError",
+    "Unavailable",
     "__version__",
     "rate_limit_headers",
 ]

@@ -1,43 +1,71 @@
-"""The asynchronous client, over ``redis.asyncio``'s ``Redis`` or ``RedisCluster``."""
+"""The asynchronous client, over ``redis.asyncio``'s ``Redis`` or ``RedisCluster``.
+
+_sync.py is made from this file by clients/python/unasync.py: edit this one.
+"""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Union
+from typing import Union
 
 import redis.asyncio
-from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import NoScriptError, ResponseError
+import redis.asyncio.cluster
 
-from . import _backend
-from ._backend import FUNCTIONS, SCRIPTS, Backend, Search, is_function_not_found
-from ._core import AllOfBase, ConcurrencyBase, Key, LimiterBase, lease_id
-from ._decision import Decision, all_decision, lease_decision, rate_decision
-from ._errors import InvalidParameter, LimitExceeded, ServerError
-from ._params import Duration, options
+from ._core import DEFAULT_TIMEOUT, AllOfBase, ConcurrencyBase, Key, LimiterBase, make_calls
+from ._decision import Decision
+from ._errors import InvalidParameter, LimitExceeded
+from ._io_async import AsyncDriver
+from ._params import Duration
 from ._specs import ConcurrencySpec, fixed_window, gcra, sliding_counter, sliding_log, token_bucket
 
-AsyncRedis = Union["redis.asyncio.Redis", "RedisCluster"]
+AsyncRedis = Union["redis.asyncio.Redis", "redis.asyncio.cluster.RedisCluster"]
 
 
 class AsyncRateLimits:
     """Rate limiters over a ``redis.asyncio`` client (``Redis`` or
-    ``RedisCluster``), which stays the caller's; every call is awaited.
+    ``RedisCluster``); every call is awaited.
 
-    The backend (the module, the functions library, or the scripts) is found
-    on first use and kept for the life of this object; ``backend=`` names it
-    instead (``"module"``, ``"functions"`` or ``"scripts"``).
+    The user's client is read, never changed: the limiters send through
+    connections of their own, made from its settings (see the README), so
+    that each call has a deadline of its own and is never sent twice.
+
+    - ``timeout``: the deadline of every call (default 250 ms; 1 ms to 60 s),
+      connect, send, reply, backend search and reload included; past it the
+      call raises ``Unavailable``.
+    - ``fail_open``: a call that answers a decision and meets
+      ``Unavailable`` answers an allowed decision marked ``failed_open``
+      instead (default False: it raises).
+    - ``local_refusals``: how many refused keys to remember (default 0,
+      off): a plain take refused until an instant is refused in-process
+      until then, without a round trip.
+    - ``backend``: ``"module"``, ``"functions"`` or ``"scripts"`` instead of
+      the search on first use.
     """
 
-    def __init__(self, client: AsyncRedis, *, backend: str | None = None) -> None:
+    def __init__(
+        self,
+        client: AsyncRedis,
+        *,
+        backend: str | None = None,
+        timeout: Duration = DEFAULT_TIMEOUT,
+        fail_open: bool = False,
+        local_refusals: int = 0,
+    ) -> None:
         self.redis = client
-        # redis-py's execute_command, bound once: every call goes through it.
-        self._execute: Callable[..., Any] = client.execute_command
-        self._cluster = isinstance(client, RedisCluster)
-        self._backend: Backend | None = None if backend is None else Backend(backend)
-        self._finding = asyncio.Lock()
+        self._calls = make_calls(client, backend, timeout, fail_open, local_refusals)
+        self._driver = AsyncDriver(self._calls, client)
+        self._run = self._driver.run
+
+    @property
+    def timeout_ms(self) -> int:
+        """The deadline of every call, in milliseconds."""
+        return self._calls.timeout_ms
+
+    @property
+    def fail_open(self) -> bool:
+        """The failure policy of the calls that answer a decision."""
+        return self._calls.fail_open
 
     # -- limiters ---------------------------------------------------------
 
@@ -74,81 +102,29 @@ class AsyncRateLimits:
         when released or ``timeout`` after it was taken or renewed."""
         return AsyncConcurrency(self, ConcurrencySpec(limit, timeout))
 
-    # -- the backend ------------------------------------------------------
+    # -- the backend and the connections ------------------------------------
 
     async def backend(self) -> str:
         """The backend in use: ``"module"``, ``"functions"`` or
-        ``"scripts"`` (found now if it was not yet)."""
-        return (self._backend or await self._find()).kind
+        ``"scripts"`` (found now if it was not yet, within the deadline)."""
+        await self._run(self._calls.find())
+        assert self._calls.backend is not None
+        return self._calls.backend.kind
 
-    async def _find(self) -> Backend:
-        # One search at a time: requests that start together wait for it.
-        async with self._finding:
-            if self._backend is None:
-                self._backend = await self._run(_backend.search())
-            return self._backend
+    async def aclose(self) -> None:
+        """Close the limiters' own connections (the user's client stays
+        open: it is the user's)."""
+        await self._driver.aclose()
 
-    async def _run(self, steps: Search | Any) -> Any:
-        """Drive a search generator: send each step, hand back its reply or
-        its error."""
-        try:
-            step = next(steps)
-            while True:
-                options = {"target_nodes": await self._targets(step.target)} if self._cluster and step.target else {}
-                try:
-                    reply = await self._execute(*step.args, **options)
-                except ResponseError as error:
-                    step = steps.throw(error)
-                else:
-                    step = steps.send(reply)
-        except StopIteration as stop:
-            return stop.value
+    async def __aenter__(self) -> AsyncRateLimits:
+        return self
 
-    async def _targets(self, target: str) -> Any:
-        """The nodes of a Cluster that a step goes to, named (redis-py
-        routes a flag such as "primaries" by the command's keys first, and
-        the search's commands have none)."""
-        cluster: Any = self.redis
-        await cluster.initialize()  # the nodes are known once it has connected
-        return cluster.get_random_node() if target == _backend.RANDOM else cluster.get_primaries()
-
-    async def _call(self, command: str, function: str, keys: Sequence[Key], args: Sequence[Any]) -> Any:
-        backend = self._backend or await self._find()
-        try:
-            return await self._execute(*backend.head(command, function, len(keys)), *keys, *args)
-        except ResponseError as error:
-            return await self._recover(backend, error, command, function, keys, args)
-
-    async def _recover(
-        self,
-        backend: Backend,
-        error: ResponseError,
-        command: str,
-        function: str,
-        keys: Sequence[Key],
-        args: Sequence[Any],
-    ) -> Any:
-        """Reload what the server lost, then send the call once more: a lost
-        library (a failover to a replica the load never reached, a FUNCTION
-        FLUSH) or a flushed script cache. The first call did not run, so
-        one retry cannot count twice."""
-        if backend.kind == FUNCTIONS and is_function_not_found(error):
-            if not await self._run(_backend.load_library()):
-                raise ServerError(str(error)) from error
-        elif backend.kind == SCRIPTS and isinstance(error, NoScriptError):
-            script = _backend.source(_backend.script_name(function))
-            options = {"target_nodes": await self._targets(_backend.PRIMARIES)} if self._cluster else {}
-            await self._execute("SCRIPT", "LOAD", script, **options)
-        else:
-            raise ServerError(str(error)) from error
-        try:
-            return await self._execute(*backend.head(command, function, len(keys)), *keys, *args)
-        except ResponseError as again:
-            raise ServerError(str(again)) from again
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def __repr__(self) -> str:
-        kind = self._backend.kind if self._backend else "not found yet"
-        return f"<AsyncRateLimits {self.redis!r} backend={kind}>"
+        kind = self._calls.backend.kind if self._calls.backend else "not found yet"
+        return f"<AsyncRateLimits {self.redis!r} backend={kind} timeout={self._calls.timeout_ms} ms>"
 
 
 class AsyncLimiter(LimiterBase):
@@ -179,27 +155,29 @@ class AsyncLimiter(LimiterBase):
           (``granted`` says how many).
         - ``block``: when refused, block the key for this duration.
         """
-        spec = self.spec
-        args = options(n, peek, force, wait, at_most, block)
-        reply = await self._client._call(spec.command, spec.function, (key,), (*self._params, *args))
-        return rate_decision(reply, n, at_most)
+        call = self._take(key, n, peek=peek, force=force, wait=wait, at_most=at_most, block=block)
+        return await self._client._run(call)
 
     async def peek(self, key: Key, n: int = 1) -> Decision:
         """What ``take(key, n)`` would answer, changing nothing."""
-        return await self.take(key, n, peek=True)
+        return await self._client._run(self._take(key, n, peek=True))
 
     async def query(self, key: Key) -> Decision:
         """The state of the limit on ``key`` (a request of 0 units)."""
-        return await self.take(key, 0)
+        return await self._client._run(self._take(key, 0))
 
     async def refund(self, key: Key, n: int = 1, *, peek: bool = False) -> Decision:
         """Give ``n`` units back to the limit on ``key`` (work admitted and
         then not done); never refused, never past fully rested."""
-        spec = self.spec
-        args = (*options(n, peek, False, None, False, None), "REFUND")
-        return rate_decision(
-            await self._client._call(spec.command, spec.function, (key,), (*self._params, *args)), n, False
-        )
+        return await self._client._run(self._take(key, n, peek=peek, refund=True))
+
+    async def check(self, key: Key | None = None) -> None:
+        """Try this limiter once without taking anything (a ``PEEK`` of one
+        unit on ``key``, default ``ratelimit:{check}:1``): raises
+        ``ServerError`` when the server refuses it (a limit past its cap,
+        the functions edition's narrower ranges, a key of another type) and
+        ``Unavailable`` when it cannot answer. Run it at start-up."""
+        await self._client._run(self._check(key))
 
 
 class AsyncAllOf(AllOfBase):
@@ -223,24 +201,26 @@ class AsyncAllOf(AllOfBase):
         """Take ``n`` units from every limit, or from none; the options are
         those of ``Limiter.take``, applied to every limit. ``binding`` is
         the position (1-based) of the limit the decision reports."""
-        keys = self._keys(keys)
-        args = options(n, peek, force, wait, at_most, block)
-        reply = await self._client._call("RL.ALL", "rl_all", keys, (*self._specs_args, *args))
-        return all_decision(reply, n, at_most)
+        call = self._take(keys, n, peek=peek, force=force, wait=wait, at_most=at_most, block=block)
+        return await self._client._run(call)
 
     async def peek(self, keys: Sequence[Key], n: int = 1) -> Decision:
         """What ``take(keys, n)`` would answer, changing nothing."""
-        return await self.take(keys, n, peek=True)
+        return await self._client._run(self._take(keys, n, peek=True))
 
     async def query(self, keys: Sequence[Key]) -> Decision:
         """The state of the limits (a request of 0 units)."""
-        return await self.take(keys, 0)
+        return await self._client._run(self._take(keys, 0))
 
     async def refund(self, keys: Sequence[Key], n: int = 1, *, peek: bool = False) -> Decision:
         """Give ``n`` units back to every limit."""
-        keys = self._keys(keys)
-        args = (*options(n, peek, False, None, False, None), "REFUND")
-        return all_decision(await self._client._call("RL.ALL", "rl_all", keys, (*self._specs_args, *args)), n, False)
+        return await self._client._run(self._take(keys, n, peek=peek, refund=True))
+
+    async def check(self, keys: Sequence[Key] | None = None) -> None:
+        """Try these limits once without taking anything (a ``PEEK`` of one
+        unit on ``keys``, default ``ratelimit:{check}:1``, ``:2``...):
+        raises what the server refuses, as ``Limiter.check``."""
+        await self._client._run(self._check(keys))
 
 
 class AsyncConcurrency(ConcurrencyBase):
@@ -254,18 +234,23 @@ class AsyncConcurrency(ConcurrencyBase):
         (default: the limiter's). Allowed: ``decision.lease`` is the lease
         id, to release or renew. Refused: ``retry_after`` says when enough
         leases reach their deadlines."""
-        args = self._acquire(n, timeout, peek)
-        return lease_decision(await self._client._call("RL.CONCURRENCY", "rl_concurrency", (key,), args), n)
+        return await self._client._run(self._acquire(key, n, timeout, peek))
 
     async def release(self, key: Key, lease: int | AsyncLease) -> int:
         """End a lease; answers the units released (0 for a lease unknown,
         already released or past its deadline)."""
-        return int(await self._client._call("RL.RELEASE", "rl_release", (key,), (lease_id(lease),)))
+        return await self._client._run(self._release(key, lease))
 
     async def renew(self, key: Key, lease: int | AsyncLease, timeout: Duration | None = None) -> bool:
         """Move a live lease's deadline to ``timeout`` from now (default:
         the limiter's); False when the lease had already ended."""
-        return bool(await self._client._call("RL.RENEW", "rl_renew", (key,), self._renew(lease, timeout)))
+        return await self._client._run(self._renew(key, lease, timeout))
+
+    async def check(self, key: Key | None = None) -> None:
+        """Try this limiter once without taking a lease (a ``PEEK`` of one
+        unit on ``key``, default ``ratelimit:{check}:1``): raises what the
+        server refuses, as ``Limiter.check``."""
+        await self._client._run(self._check(key))
 
     def lease(self, key: Key, n: int = 1, *, timeout: Duration | None = None) -> AsyncLease:
         """A lease as an async context manager: ``async with jobs.lease(key) as lease:``

@@ -11,21 +11,21 @@
    the server answers ``NOSCRIPT``.
 
 The search is written once, as a generator that yields the commands to send
-and receives their replies (or has their errors thrown in), so that the sync
-and the async clients drive the same steps with their own I/O.
+and receives their replies (or has their errors thrown in, see _steps), so
+that the sync and the async clients drive the same steps with their own
+I/O.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
-from redis.exceptions import ResponseError
-
-from ._errors import RateLimitError
+from ._errors import RateLimitError, Unavailable, reply_error
+from ._steps import ReplyError, Step
 from ._version import __version__
 
 log = logging.getLogger("redis_ratelimit_client")
@@ -35,23 +35,14 @@ FUNCTIONS = "functions"
 SCRIPTS = "scripts"
 BACKENDS = (MODULE, FUNCTIONS, SCRIPTS)
 
-# Targets of a step on a Cluster (redis-py's names for target_nodes); on a
-# single server every step goes to that server.
-RANDOM = "random"
-PRIMARIES = "primaries"
 
+class Route(Protocol):
+    """Where the search's commands go: ``one`` to the server (any primary
+    of a Cluster), ``every`` to every primary (a list of replies)."""
 
-class Step:
-    """One command of the search, and where a Cluster client sends it."""
+    def one(self, args: tuple[Any, ...]) -> Generator[Step, Any, Any]: ...
 
-    __slots__ = ("args", "target")
-
-    def __init__(self, *args: Any, target: str | None = None) -> None:
-        self.args = args
-        self.target = target
-
-
-Search = Generator[Step, Any, "Backend"]
+    def every(self, args: tuple[Any, ...]) -> Generator[Step, Any, list[Any]]: ...
 
 
 def _read(name: str) -> str:
@@ -117,51 +108,58 @@ class Backend:
         return f"Backend({self.kind!r})"
 
 
-def _text(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+def is_function_not_found(error: ReplyError) -> bool:
+    return "function not found" in error.message.lower()
 
 
-def _answers(reply: Any) -> list[str]:
-    """The replies of a step: one per node when a Cluster client sent it to
-    several (redis-py answers a dict of node to reply)."""
-    if isinstance(reply, dict):
-        return [_text(v) for v in reply.values()]
-    return [_text(reply)]
-
-
-def is_function_not_found(error: BaseException) -> bool:
-    return isinstance(error, ResponseError) and "function not found" in str(error).lower()
-
-
-def search() -> Search:
-    """The steps of the search; returns the Backend."""
+def search(route: Route) -> Generator[Step, Any, Backend]:
+    """The steps of the search; returns the Backend. An error reply that
+    says the server cannot serve now (``LOADING``...) ends it with
+    Unavailable, as a transport fault does: nothing is kept, and the next
+    call searches again."""
     try:
-        yield Step("RL.GCRA", target=RANDOM)
-    except ResponseError as error:
-        if "wrong number of arguments" in str(error).lower():
+        yield from route.one(("RL.GCRA",))
+    except ReplyError as error:
+        outage(error)
+        if "wrong number of arguments" in error.message.lower():
             log.debug("backend: the module (RL.GCRA exists)")
             return Backend(MODULE)
     try:
-        versions = _answers((yield Step("FCALL", "rl_version", 0, target=PRIMARIES)))
-    except ResponseError as error:
+        versions = yield from route.every(("FCALL", "rl_version", 0))
+    except ReplyError as error:
+        outage(error)
         if not is_function_not_found(error):
             # No FCALL (Redis 6), or denied: the scripts.
-            log.debug("backend: the scripts (FCALL answered %s)", error)
+            log.debug("backend: the scripts (FCALL answered %s)", error.message)
             return Backend(SCRIPTS)
         versions = []
-    if versions and all(v == __version__ for v in versions):
+    if versions and all(_text(v) == __version__ for v in versions):
         log.debug("backend: the functions library %s, already loaded", __version__)
         return Backend(FUNCTIONS)
-    loaded = yield from load_library()
+    loaded = yield from load_library(route.every)
     return Backend(FUNCTIONS if loaded else SCRIPTS)
 
 
-def load_library() -> Generator[Step, Any, bool]:
-    """Load the library (every primary of a Cluster); True when loaded."""
+def load_library(send: Callable[[tuple[Any, ...]], Generator[Step, Any, Any]]) -> Generator[Step, Any, bool]:
+    """Load the library (through ``send``: every primary of a Cluster, or
+    the node that lost it); True when loaded."""
     try:
-        yield Step("FUNCTION", "LOAD", "REPLACE", source("ratelimit.lua"), target=PRIMARIES)
-    except ResponseError as error:
-        log.warning("the ratelimit functions library could not be loaded (%s): using the scripts", error)
+        yield from send(("FUNCTION", "LOAD", "REPLACE", source("ratelimit.lua")))
+    except ReplyError as error:
+        outage(error)
+        log.warning("the ratelimit functions library could not be loaded (%s): using the scripts", error.message)
         return False
     log.info("loaded the ratelimit functions library %s", __version__)
     return True
+
+
+def outage(error: ReplyError) -> None:
+    """Raise Unavailable for an error reply that says the server cannot
+    serve now: the search must not conclude from it."""
+    found = reply_error(error.message)
+    if isinstance(found, Unavailable):
+        raise found
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)

@@ -21,17 +21,33 @@ class Decision:
     - ``reset``: a ``timedelta`` until the limiter is fully rested.
     - ``granted``: units granted: ``n`` when allowed, 0 when refused, and with
       ``at_most`` the units the server granted.
-    - ``binding``: for ``all_of``, the 1-based position of the binding limit;
-      ``None`` for one limiter.
+    - ``binding``: the 1-based position of the limit the decision reports
+      (for ``all_of``, the binding one; 1 for one limiter).
     - ``lease``: for ``Concurrency.acquire``, the lease id (``None`` when
       refused, or for a query or ``peek``).
-    - ``raw``: the reply's integers as the server sent them (milliseconds).
+    - ``failed_open``: True when the server could not answer and the
+      failure policy let the request through (``fail_open``): then
+      ``remaining`` is 0, ``retry_after`` None and ``reset`` 0.
+    - ``raw``: the reply's integers (milliseconds): as the server sent them,
+      or as this client answered for it (a failed-open decision, a
+      remembered refusal).
 
     ``retry_after_ms`` and ``reset_ms`` are the same durations as integers of
     milliseconds (``retry_after_ms`` is ``None`` for -1).
     """
 
-    __slots__ = ("allowed", "binding", "granted", "lease", "limit", "raw", "remaining", "reset_ms", "retry_after_ms")
+    __slots__ = (
+        "allowed",
+        "binding",
+        "failed_open",
+        "granted",
+        "lease",
+        "limit",
+        "raw",
+        "remaining",
+        "reset_ms",
+        "retry_after_ms",
+    )
 
     allowed: bool
     limit: int
@@ -39,16 +55,18 @@ class Decision:
     retry_after_ms: int | None
     reset_ms: int
     granted: int
-    binding: int | None
+    binding: int
     lease: int | None
+    failed_open: bool
     raw: tuple[int, ...]
 
     def __init__(
         self,
         raw: Sequence[int],
         granted: int,
-        binding: int | None = None,
+        binding: int = 1,
         lease: int | None = None,
+        failed_open: bool = False,
     ) -> None:
         self.raw = tuple(raw)
         self.allowed = raw[0] == 0
@@ -60,6 +78,7 @@ class Decision:
         self.granted = granted
         self.binding = binding
         self.lease = lease
+        self.failed_open = failed_open
 
     @property
     def retry_after(self) -> timedelta | None:
@@ -76,15 +95,13 @@ class Decision:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Decision):
             return NotImplemented
-        return (self.raw, self.granted, self.binding, self.lease) == (
-            other.raw,
-            other.granted,
-            other.binding,
-            other.lease,
-        )
+        return self._fields() == other._fields()
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.raw, self.granted, self.binding, self.lease, self.failed_open)
 
     def __hash__(self) -> int:
-        return hash((self.raw, self.granted, self.binding, self.lease))
+        return hash(self._fields())
 
     def __repr__(self) -> str:
         fields = [
@@ -95,10 +112,12 @@ class Decision:
             f"reset_ms={self.reset_ms}",
             f"granted={self.granted}",
         ]
-        if self.binding is not None:
+        if self.binding != 1:
             fields.append(f"binding={self.binding}")
         if self.lease is not None:
             fields.append(f"lease={self.lease}")
+        if self.failed_open:
+            fields.append("failed_open=True")
         return f"Decision({', '.join(fields)})"
 
 
@@ -119,4 +138,20 @@ def all_decision(reply: Sequence[int], n: int, at_most: bool) -> Decision:
 
 def lease_decision(reply: Sequence[int], n: int) -> Decision:
     """The reply of RL.CONCURRENCY: six integers, the sixth the lease."""
-    return Decision(reply, n if reply[0] == 0 else 0, None, reply[5] or None)
+    return Decision(reply, n if reply[0] == 0 else 0, 1, reply[5] or None)
+
+
+def failed_open(limit: int, n: int) -> Decision:
+    """The decision of a call the server could not answer, let through by
+    the failure policy: allowed, nothing remaining, nothing to wait for."""
+    return Decision((0, limit, 0, -1, 0), n, 1, None, True)
+
+
+def shortened(decision: Decision, elapsed_ms: int) -> Decision:
+    """A remembered refusal, ``elapsed_ms`` later: its retry_after (at least
+    1 ms) and reset shortened by the time gone by."""
+    raw = list(decision.raw)
+    retry = max(raw[3] - elapsed_ms, 1)
+    raw[3] = retry
+    raw[4] = max(raw[4] - elapsed_ms, retry)
+    return Decision(raw, decision.granted, decision.binding, decision.lease)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from ._errors import InvalidParameter
 
@@ -19,47 +19,56 @@ Duration = int | float | timedelta
 """A duration: seconds as an int or a float, or a ``datetime.timedelta``; it
 must be a whole number of milliseconds."""
 
-# The module's ranges (docs/commands): periods, windows, timeouts and block
-# durations in ms with MS; counts; max_burst.
+# The module's ranges (docs/commands, clients/contract/ranges.json):
+# periods, windows, timeouts and block durations in ms with MS; counts;
+# max_burst + 1.
 MAX_MS = 1_000_000_000_000
 MAX_COUNT = 1_000_000_000
 MAX_BURST = 1_000_000_000  # max_burst + 1
 # RL.SLIDING_LOG and RL.CONCURRENCY cap `limit` by a server setting, at most
-# this much; the server answers for the setting itself.
+# this much; the server answers for the setting itself (check() finds it).
 MAX_SETTING_LIMIT = 1_000_000
 MAX_LEASE = 2**63 - 1
+# The client's own options.
+MAX_TIMEOUT_MS = 60_000
+DEFAULT_TIMEOUT_MS = 250
+MAX_LOCAL_REFUSALS = 1_000_000
+MAX_LIMITERS = 100
 
 _ONE_MS = timedelta(milliseconds=1)
+_ONE_US = timedelta(microseconds=1)
 
 
-def to_ms(name: str, value: Duration, *, minimum: int = 1) -> int:
-    """The duration ``value`` in whole milliseconds, from ``minimum`` to the
-    module's maximum, or InvalidParameter naming ``name``."""
+def _ms_text(ms: Decimal) -> str:
+    """A number of milliseconds as the messages write it: 1.5, 0.25, -1000."""
+    if ms == ms.to_integral_value():
+        return str(int(ms))
+    return format(ms.normalize(), "f")
+
+
+def to_ms(name: str, value: Duration, *, minimum: int = 1, maximum: int = MAX_MS) -> int:
+    """The duration ``value`` in whole milliseconds, from ``minimum`` to
+    ``maximum``, or InvalidParameter naming ``name`` (in milliseconds,
+    whatever form the value had)."""
     if isinstance(value, timedelta):
-        if value % _ONE_MS:
-            raise InvalidParameter(f"{name} must be a whole number of milliseconds, got {value}")
-        ms = value // _ONE_MS
+        exact = Decimal(value // _ONE_US) / 1000
     elif isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidParameter(
             f"{name} must be a duration (seconds as int or float, or a timedelta), got {type(value).__name__}"
         )
     elif isinstance(value, int):
-        ms = value * 1000
+        exact = Decimal(value * 1000)
     else:
         if not math.isfinite(value):
             raise InvalidParameter(f"{name} must be a finite number of seconds, got {value!r}")
         # The float as written (repr is its shortest decimal form), so that
         # 0.1 s is 100 ms and not 100.00000000000001.
-        try:
-            exact = Decimal(repr(value)) * 1000
-        except InvalidOperation:  # pragma: no cover - repr of a finite float parses
-            raise InvalidParameter(f"{name} must be a number of seconds, got {value!r}") from None
-        if exact != exact.to_integral_value():
-            raise InvalidParameter(f"{name} must be a whole number of milliseconds, got {value!r} s")
-        ms = int(exact)
-    if ms < minimum or ms > MAX_MS:
-        low = "0 ms" if minimum == 0 else "1 ms"
-        raise InvalidParameter(f"{name} must be from {low} to {MAX_MS // 1000} s, got {value!r}")
+        exact = Decimal(repr(value)) * 1000
+    if exact != exact.to_integral_value():
+        raise InvalidParameter(f"{name} must be a whole number of milliseconds, got {_ms_text(exact)} ms")
+    ms = int(exact)
+    if ms < minimum or ms > maximum:
+        raise InvalidParameter(f"{name} must be from {minimum} ms to {maximum} ms, got {ms} ms")
     return ms
 
 
@@ -72,47 +81,57 @@ def to_count(name: str, value: object, low: int, high: int) -> int:
     return value
 
 
+NAME_RULE = 'name must be a non-empty string of printable ASCII without ", \\, { or }'
+
+
 def check_name(name: object) -> str:
     """A policy name for the RateLimit headers: a non-empty string of
     printable ASCII without quotes, backslashes or braces (it appears as a
     structured-field string, and in the middleware's keys)."""
-    if not isinstance(name, str) or not name:
-        raise InvalidParameter(f"name must be a non-empty string, got {name!r}")
-    for ch in name:
-        if not (" " <= ch <= "~") or ch in '"\\{}':
-            raise InvalidParameter(f"name must be printable ASCII without quotes, backslashes or braces, got {name!r}")
+    if not isinstance(name, str) or not name or any(not (" " <= ch <= "~") or ch in '"\\{}' for ch in name):
+        raise InvalidParameter(NAME_RULE)
     return name
+
+
+def check_key(key: object) -> None:
+    """A Redis key: a non-empty str or bytes (redis-py would send None as
+    an error of its own, and an empty key is always a mistake)."""
+    if not isinstance(key, (str, bytes)):
+        raise InvalidParameter(f"key must be a non-empty string, got {type(key).__name__}")
+    if not key:
+        raise InvalidParameter("key must be a non-empty string")
 
 
 def quantity(n: object) -> int:
     """A request's quantity: 0 (a query) to 1,000,000,000."""
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise InvalidParameter(f"n must be an integer, got {type(n).__name__}")
-    if n < 0 or n > MAX_COUNT:
-        raise InvalidParameter(f"n must be an integer from 0 to {MAX_COUNT}, got {n}")
-    return n
+    return to_count("n", n, 0, MAX_COUNT)
 
 
 def options(
     n: int,
-    peek: bool,
-    force: bool,
-    wait: Duration | None,
-    at_most: bool,
-    block: Duration | None,
+    peek: bool = False,
+    force: bool = False,
+    wait: Duration | None = None,
+    at_most: bool = False,
+    block: Duration | None = None,
+    refund: bool = False,
 ) -> tuple[object, ...]:
-    """The quantity and options of a rate call, after its parameters.
+    """The quantity and options of a rate call, after its parameters, in
+    the contract's order: n MS PEEK REFUND FORCE WAIT ms AT_MOST BLOCK ms.
 
     Which options go together is the server's rule (it answers a syntax
     error naming both): the client does not keep a second copy of it.
     """
     # The plain request first: it is almost every call.
-    if type(n) is int and 0 <= n <= MAX_COUNT and not (peek or force or at_most) and wait is None and block is None:
+    plain = not (peek or force or at_most or refund) and wait is None and block is None
+    if plain and type(n) is int and 0 <= n <= MAX_COUNT:
         return (n, "MS")
     quantity(n)
     args: list[object] = [n, "MS"]
     if peek:
         args.append("PEEK")
+    if refund:
+        args.append("REFUND")
     if force:
         args.append("FORCE")
     if wait is not None:

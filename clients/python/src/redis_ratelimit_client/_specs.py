@@ -11,6 +11,7 @@ from ._errors import InvalidParameter
 from ._params import (
     MAX_BURST,
     MAX_COUNT,
+    MAX_LIMITERS,
     MAX_SETTING_LIMIT,
     Duration,
     ceil_div,
@@ -24,8 +25,9 @@ class RateSpec:
     """One rate limit: an algorithm, its parameters and its policy name.
 
     ``params`` are the arguments of ``RL.<ALGORITHM>`` after the key, in
-    milliseconds (every call sends ``MS``); ``quota`` and ``window`` (whole
-    seconds, rounded up) describe it in the ``RateLimit-Policy`` header.
+    milliseconds (every call sends ``MS``); ``quota`` (the reply's
+    ``limit``) and ``window`` (whole seconds, rounded up) describe it in the
+    ``RateLimit-Policy`` header.
     """
 
     __slots__ = ("algorithm", "command", "function", "name", "params", "quota", "window", "words")
@@ -135,18 +137,10 @@ class ConcurrencySpec:
 
 def all_of_specs(specs: tuple[RateSpec, ...]) -> tuple[object, ...]:
     """The limit specifications of ``RL.ALL`` after its keys."""
-    if not specs:
-        raise _invalid("all_of needs at least one limiter")
-    if len(specs) > 100:
-        raise _invalid(f"all_of takes at most 100 limiters, got {len(specs)}")
+    if not 1 <= len(specs) <= MAX_LIMITERS:
+        raise InvalidParameter(f"all_of needs 1 to {MAX_LIMITERS} limiters, got {len(specs)}")
     names = [s.name for s in specs]
     for i, name in enumerate(names):
         if name in names[:i]:
-            raise _invalid(
-                f"all_of: two limiters are named {name!r}; give each its own name= (the RateLimit headers name them)"
-            )
+            raise InvalidParameter(f"two limiters are named {name!r}: give each its own name")
     return tuple(arg for s in specs for arg in (s.algorithm, *s.params))
-
-
-def _invalid(message: str) -> InvalidParameter:
-    return InvalidParameter(message)

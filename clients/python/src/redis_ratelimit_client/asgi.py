@@ -16,25 +16,33 @@ answered ``429`` with ``Retry-After`` and the IETF ``RateLimit-Policy`` and
 one goes to the app, and its response carries the two RateLimit headers
 too.
 
-When Redis cannot answer (down, a timeout, an error), ``fail_open=False``
-(the default) answers ``503`` with a short body, and ``fail_open=True``
-lets the request through without RateLimit headers; either way the error
-is logged on the ``redis_ratelimit_client`` logger.
+Redis keys are ``{prefix}{<identity>}:<name>`` (default prefix
+``ratelimit:``): the same keys as the Node.js and Rust middlewares, so that
+services in any of them that name a limit alike share it. The decision
+reaches the app as ``scope["state"]["rate_limit"]`` (Starlette's
+``request.state.rate_limit``).
+
+At start-up (the lifespan's ``startup``, else the first request) the
+middleware checks its limiters once (a ``PEEK`` on the keys of the identity
+``check``): a limiter the server refuses fails the start with the server's
+words. When Redis cannot answer within the client's ``timeout``, the failure
+policy applies: ``fail_open`` (default: the client's) lets the request
+through, marked ``failed_open`` and without RateLimit headers; else ``503``
+with ``Retry-After: 1``. A server error is never an outage: it is raised
+(a 500). Either way the error is logged on the ``redis_ratelimit_client``
+logger.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
-from redis.exceptions import RedisError
-
 from ._async import AsyncAllOf, AsyncLimiter
-from ._decision import Decision
-from ._errors import InvalidParameter, RateLimitError
+from ._decision import Decision, failed_open
+from ._errors import InvalidParameter, RateLimitError, Unavailable
 from ._params import quantity
 
 log = logging.getLogger("redis_ratelimit_client")
@@ -45,12 +53,11 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 ScopeKey = Callable[[Scope], str | Awaitable[str | None] | None]
-
-# What fails open or closed: the server unreachable or answering an error.
-UNAVAILABLE: tuple[type[BaseException], ...] = (RedisError, RateLimitError, OSError, asyncio.TimeoutError)
+Limiters = AsyncLimiter | AsyncAllOf | Sequence[AsyncLimiter]
 
 TOO_MANY = b"too many requests\n"
 UNAVAILABLE_BODY = b"rate limiter unavailable\n"
+CHECK_IDENTITY = "check"
 
 
 def client_ip(scope: Scope) -> str:
@@ -75,28 +82,91 @@ def header_key(name: str, default: Callable[[Scope], str | None] = client_ip) ->
     return key
 
 
-def limiter_keys(limiter: AsyncLimiter | AsyncAllOf, identity: str, prefix: str) -> list[str]:
-    """The Redis keys of a request's identity: ``{prefix}{name}:{identity}``
-    per limit, the identity as the hash tag so that an ``all_of``'s keys
-    share a Cluster slot."""
-    if isinstance(limiter, AsyncAllOf):
-        return [f"{prefix}{spec.name}:{{{identity}}}" for spec in limiter.specs]
-    return [f"{prefix}{limiter.spec.name}:{{{identity}}}"]
+def limiter_keys(limiter: AsyncLimiter | AsyncAllOf, identity: str, prefix: str = "ratelimit:") -> list[str]:
+    """The Redis keys of a request's identity, one per limit:
+    ``{prefix}{<identity>}:<name>``, the identity between braces (one
+    Cluster hash tag for all of a client's limits)."""
+    specs = limiter.specs if isinstance(limiter, AsyncAllOf) else (limiter.spec,)
+    return [f"{prefix}{{{identity}}}:{spec.name}" for spec in specs]
 
 
 def check_limiter(limiter: object) -> AsyncLimiter | AsyncAllOf:
+    """A limiter, an all_of, or a sequence of limiters (made an all_of), of
+    an AsyncRateLimits."""
+    if isinstance(limiter, (list, tuple)) and limiter and isinstance(limiter[0], AsyncLimiter):
+        limiter = limiter[0]._client.all_of(*limiter) if len(limiter) > 1 else limiter[0]
     if not isinstance(limiter, (AsyncLimiter, AsyncAllOf)):
         raise InvalidParameter(
-            "limiter must come from an AsyncRateLimits (a limiter or an all_of), got " + type(limiter).__name__
+            "limiter must come from an AsyncRateLimits (a limiter, an all_of, or a list of limiters), got "
+            + type(limiter).__name__
         )
     return limiter
 
 
-async def decide(limiter: AsyncLimiter | AsyncAllOf, identity: str, cost: int, prefix: str) -> Decision:
-    keys = limiter_keys(limiter, identity, prefix)
-    if isinstance(limiter, AsyncAllOf):
-        return await limiter.take(keys, cost)
-    return await limiter.take(keys[0], cost)
+def check_options(prefix: object, fail_open: object) -> None:
+    if not isinstance(prefix, str):
+        raise InvalidParameter(f"prefix must be a string, got {type(prefix).__name__}")
+    if fail_open is not None and not isinstance(fail_open, bool):
+        raise InvalidParameter(f"fail_open must be True, False or None (the client's), got {type(fail_open).__name__}")
+
+
+class Guard:
+    """What the middleware and the FastAPI dependency share: the keys, the
+    decision under the failure policy, the start-up check."""
+
+    __slots__ = ("checked", "cost", "fail_open", "limiter", "prefix")
+
+    def __init__(self, limiter: Limiters, cost: int, prefix: str, fail_open: bool | None) -> None:
+        self.limiter = check_limiter(limiter)
+        self.cost = quantity(cost)
+        check_options(prefix, fail_open)
+        self.prefix = prefix
+        self.fail_open = fail_open
+        self.checked = False
+
+    def policy_open(self) -> bool:
+        return self.limiter._client.fail_open if self.fail_open is None else self.fail_open
+
+    async def decide(self, identity: str) -> Decision:
+        """The decision for ``identity``: Unavailable when failing closed, a
+        failed-open decision when failing open, ServerError raised."""
+        limiter = self.limiter
+        keys = limiter_keys(limiter, identity, self.prefix)
+        if not self.checked:
+            try:
+                await self.check()
+            except Unavailable:
+                # The check found the outage: this request gets the policy
+                # now, within one deadline, not two.
+                if not self.policy_open():
+                    raise
+                return failed_open(
+                    limiter.specs[0].quota if isinstance(limiter, AsyncAllOf) else limiter.spec.quota, self.cost
+                )
+        if isinstance(limiter, AsyncAllOf):
+            call = limiter._take(keys, self.cost, fail_open=self.fail_open)
+        else:
+            call = limiter._take(keys[0], self.cost, fail_open=self.fail_open)
+        decision: Decision = await limiter._client._run(call)
+        if decision.failed_open:
+            log.warning("rate limiter unavailable: failing open")
+        return decision
+
+    async def check(self) -> None:
+        """The limiters tried once (a PEEK of one unit on the keys of the
+        identity ``check``): ServerError raised; Unavailable logged, then
+        raised."""
+        self.checked = True
+        limiter = self.limiter
+        keys = limiter_keys(limiter, CHECK_IDENTITY, self.prefix)
+        try:
+            if isinstance(limiter, AsyncAllOf):
+                await limiter.check(keys)
+            else:
+                await limiter.check(keys[0])
+        except Unavailable as error:
+            log.warning("%s: at start-up; the failure policy applies to each request", error)
+            raise
 
 
 def _encode(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
@@ -121,38 +191,41 @@ async def _answer(send: Send, status: int, headers: list[tuple[bytes, bytes]], b
 class RateLimitMiddleware:
     """Rate limit the HTTP requests of an ASGI app.
 
-    - ``limiter``: a limiter or an ``all_of`` of an ``AsyncRateLimits``.
+    - ``limiter``: a limiter, an ``all_of`` or a list of limiters (decided
+      as one ``all_of``) of an ``AsyncRateLimits``; each limit's ``name``
+      is in its key and its headers.
     - ``key``: ``key(scope)`` names who is limited (default: the client's
       address); it may be a coroutine function; None lets the request
       through, unlimited and without headers.
     - ``cost``: units each request takes (default 1).
-    - ``prefix``: the Redis keys are ``{prefix}{limiter name}:{{key}}``.
+    - ``prefix``: the Redis keys are ``{prefix}{<identity>}:<name>``
+      (default ``"ratelimit:"``).
     - ``fail_open``: when Redis cannot answer, let requests through (True)
-      or answer 503 (False, the default).
+      or answer 503 (False); None (the default) follows the client's
+      ``fail_open``.
     """
 
     def __init__(
         self,
         app: ASGIApp,
-        limiter: AsyncLimiter | AsyncAllOf,
+        limiter: Limiters,
         *,
         key: ScopeKey = client_ip,
         cost: int = 1,
         prefix: str = "ratelimit:",
-        fail_open: bool = False,
+        fail_open: bool | None = None,
     ) -> None:
         self.app = app
-        self.limiter = check_limiter(limiter)
+        self._guard = Guard(limiter, cost, prefix, fail_open)
+        self.limiter = self._guard.limiter
         if not callable(key):
             raise InvalidParameter(f"key must be a function of the ASGI scope, got {type(key).__name__}")
         self.key = key
-        self.cost = quantity(cost)
-        if not isinstance(prefix, str):
-            raise InvalidParameter(f"prefix must be a string, got {type(prefix).__name__}")
-        self.prefix = prefix
-        self.fail_open = bool(fail_open)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, self._starting(send))
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -163,13 +236,14 @@ class RateLimitMiddleware:
             await self.app(scope, receive, send)
             return
         try:
-            decision = await decide(self.limiter, str(identity), self.cost, self.prefix)
-        except UNAVAILABLE as error:
-            log.warning("rate limiter unavailable (%s): %s", "failing open" if self.fail_open else "503", error)
-            if self.fail_open:
-                await self.app(scope, receive, send)
-            else:
-                await _answer(send, 503, [], UNAVAILABLE_BODY)
+            decision = await self._guard.decide(str(identity))
+        except Unavailable as error:
+            log.warning("%s: answering 503", error)
+            await _answer(send, 503, [(b"retry-after", b"1")], UNAVAILABLE_BODY)
+            return
+        scope.setdefault("state", {})["rate_limit"] = decision
+        if decision.failed_open:
+            await self.app(scope, receive, send)
             return
         headers = _encode(self.limiter.headers(decision))
         if not decision.allowed:
@@ -183,6 +257,24 @@ class RateLimitMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+    def _starting(self, send: Send) -> Send:
+        """``send`` for the lifespan: once the app has started, the limiters
+        are checked; a ServerError turns the start into a failure that
+        carries the server's words."""
+
+        async def send_checked(message: Message) -> None:
+            if message["type"] == "lifespan.startup.complete" and not self._guard.checked:
+                try:
+                    await self._guard.check()
+                except Unavailable:
+                    pass  # logged: the app starts, the policy applies to each request
+                except RateLimitError as error:
+                    log.error("rate limiter refused at start-up: %s", error)
+                    message = {"type": "lifespan.startup.failed", "message": str(error)}
+            await send(message)
+
+        return send_checked
 
 
 __all__ = ["RateLimitMiddleware", "client_ip", "header_key", "limiter_keys"]

@@ -16,11 +16,15 @@ two RateLimit headers on its response (FastAPI copies them from the
 dependency's ``Response`` when the route returns data; a route that returns
 a ``Response`` object itself sends its own headers only). Used as
 ``decision: Decision | None = Depends(search_limit)``, the route receives
-the decision (None when it failed open or the key function said None).
+the decision (None when the key function said None); it is also
+``request.state.rate_limit``.
 
-When Redis cannot answer: ``fail_open=False`` (the default) raises
-``HTTPException(503)``; ``fail_open=True`` lets the request through without
-headers.
+The keys, the failure policy and the start-up check are the middleware's
+(``redis_ratelimit_client.asgi``): failing closed raises
+``HTTPException(503)`` with ``Retry-After: 1``; failing open, the route gets
+a decision marked ``failed_open``; a server error is raised (a 500). Run
+``await search_limit.check()`` in the app's lifespan to fail its start on a
+limiter the server refuses.
 """
 
 from __future__ import annotations
@@ -30,11 +34,9 @@ from collections.abc import Awaitable, Callable
 
 from fastapi import HTTPException, Request, Response
 
-from ._async import AsyncAllOf, AsyncLimiter
 from ._decision import Decision
-from ._errors import InvalidParameter
-from ._params import quantity
-from .asgi import UNAVAILABLE, check_limiter, decide, log
+from ._errors import InvalidParameter, Unavailable
+from .asgi import Guard, Limiters, log
 
 RequestKey = Callable[[Request], str | Awaitable[str | None] | None]
 
@@ -53,22 +55,25 @@ class RateLimitDependency:
 
     def __init__(
         self,
-        limiter: AsyncLimiter | AsyncAllOf,
+        limiter: Limiters,
         *,
         key: RequestKey = request_ip,
         cost: int = 1,
         prefix: str = "ratelimit:",
-        fail_open: bool = False,
+        fail_open: bool | None = None,
     ) -> None:
-        self.limiter = check_limiter(limiter)
+        self._guard = Guard(limiter, cost, prefix, fail_open)
+        self.limiter = self._guard.limiter
         if not callable(key):
             raise InvalidParameter(f"key must be a function of the request, got {type(key).__name__}")
         self.key = key
-        self.cost = quantity(cost)
-        if not isinstance(prefix, str):
-            raise InvalidParameter(f"prefix must be a string, got {type(prefix).__name__}")
-        self.prefix = prefix
-        self.fail_open = bool(fail_open)
+
+    async def check(self) -> None:
+        """Try the limiters once without taking anything (a ``PEEK`` on the
+        keys of the identity ``check``): raises ``ServerError`` when the
+        server refuses one; ``Unavailable`` is logged and raised. Await it
+        in the app's lifespan."""
+        await self._guard.check()
 
     async def __call__(self, request: Request, response: Response) -> Decision | None:
         identity = self.key(request)
@@ -77,12 +82,13 @@ class RateLimitDependency:
         if identity is None:
             return None
         try:
-            decision = await decide(self.limiter, str(identity), self.cost, self.prefix)
-        except UNAVAILABLE as error:
-            log.warning("rate limiter unavailable (%s): %s", "failing open" if self.fail_open else "503", error)
-            if self.fail_open:
-                return None
-            raise HTTPException(503, "rate limiter unavailable") from error
+            decision = await self._guard.decide(str(identity))
+        except Unavailable as error:
+            log.warning("%s: answering 503", error)
+            raise HTTPException(503, "rate limiter unavailable", headers={"Retry-After": "1"}) from error
+        request.state.rate_limit = decision
+        if decision.failed_open:
+            return decision
         headers = self.limiter.headers(decision)
         if not decision.allowed:
             raise HTTPException(429, "too many requests", headers=headers)
