@@ -298,3 +298,46 @@ def test_decision_value(limits: Any) -> None:
     assert repr(decision) == (
         "Decision(allowed=True, limit=3, remaining=2, retry_after_ms=None, reset_ms=3600000, granted=1)"
     )
+
+
+# -- check() -------------------------------------------------------------------
+
+WHERE_THE_CAP_IS = {
+    "module": "CONFIG SET ratelimit.{setting} raises the cap, up to 1000000",
+    "functions": "the {setting} setting at the top of the library raises the cap, up to 1000000",
+    "scripts": "the {setting} setting at the top of the library raises the cap, up to 1000000",
+}
+
+
+def test_check_finds_what_the_server_refuses(limits: Any, server: Any, backend: str) -> None:
+    """Limits within the client's ranges but past the server's caps (10,000
+    by default): check() raises them in the server's words, and takes
+    nothing."""
+
+    def cap(setting: str) -> str:
+        return WHERE_THE_CAP_IS[backend].format(setting=setting)
+
+    cases = [
+        (
+            limits.sliding_log(limit=20_000, window=60),
+            f"ERR limit must be an integer from 1 to 10000 ({cap('sliding_log_max_limit')})",
+        ),
+        (
+            limits.concurrency(limit=20_000, timeout=60),
+            f"ERR limit must be an integer from 1 to 10000 ({cap('concurrency_max_limit')})",
+        ),
+        (
+            limits.all_of(limits.gcra(rate=1, per=1, name="a"), limits.sliding_log(limit=20_000, window=60, name="b")),
+            f"ERR limit 2 (SLIDING_LOG): limit must be an integer from 1 to 10000 ({cap('sliding_log_max_limit')})",
+        ),
+    ]
+    for limiter, message in cases:
+        with pytest.raises(ServerError) as raised:
+            limiter.check()
+        assert (raised.value.code, str(raised.value)) == ("ERR", message)
+    assert limits.sliding_log(limit=10_000, window=60).check() is None
+    server.client().lpush("a list", "x")
+    with pytest.raises(ServerError) as raised:
+        limits.gcra(rate=1, per=1).check("a list")
+    assert str(raised.value) == "WRONGTYPE Operation against a key holding the wrong kind of value"
+    assert server.client().keys("*") == [b"a list"]  # a check takes nothing

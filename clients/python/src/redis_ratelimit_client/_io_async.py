@@ -119,6 +119,11 @@ class AsyncDriver(Driver):
         """An idle connection whose socket the server has not closed (a
         restart, a CLIENT KILL: seen without a round trip), or a new one."""
         idle = self._idle_of(node)
+        if idle:
+            # One turn of the loop, so that an end of stream that arrived
+            # while the connection was idle (a restart, a CLIENT KILL) is
+            # read before it is checked.
+            await asyncio.sleep(0)
         while idle:
             connection = idle.pop()
             try:
