@@ -3,118 +3,425 @@
 // One small adapter per Redis client: how to send one command (routed by its
 // first key on a Cluster) and how to reach every master (FUNCTION LOAD is not
 // sent across shards). Arguments are strings, the command name first.
+//
+// Each send takes the call's AbortSignal, aborted when the call's deadline
+// passes, so that a command given up leaves the Redis client's queues (or,
+// where it cannot, runs nothing when it is finally written), and so that
+// commands given up on a server that stopped answering do not pile up.
+
+const { Unavailable, InvalidParameter } = require("./errors");
 
 /**
+ * @typedef {(args: string[], key?: string, signal?: AbortSignal) => Promise<any>} Sender
  * @typedef {object} Adapter
  * @property {string} name which client this is, for messages
  * @property {string} prefix prepended to every key (ioredis's keyPrefix)
- * @property {(args: string[], key?: string) => Promise<any>} send
- *   one command, routed by `key` on a Cluster
- * @property {() => Promise<Array<(args: string[]) => Promise<any>>>} masters
+ * @property {Sender} send one command, routed by `key` on a Cluster
+ * @property {(signal?: AbortSignal) => Promise<Sender[]>} masters
  *   one sender per master (the client itself when not a Cluster)
  */
 
-/** @param {any} client @returns {Adapter} */
-function nodeRedisClient(client) {
-  return {
-    name: "node-redis",
-    prefix: "",
-    send: (args) => client.sendCommand(args),
-    masters: async () => [(args) => client.sendCommand(args)],
-  };
+const noop = () => {};
+
+/** What a send still waiting when its call's deadline passed rejects with; the call has already answered. */
+const GIVEN_UP = new Unavailable("the call was given up at its deadline");
+
+/** Resolves when `signal` aborts (the call's own race then answers). @param {AbortSignal | undefined} signal */
+function aborted(signal) {
+  return new Promise((resolve) => {
+    if (!signal) return;
+    if (signal.aborted) resolve(undefined);
+    else signal.addEventListener("abort", () => resolve(undefined), { once: true });
+  });
 }
 
-/** @param {any} cluster @returns {Adapter} */
-function nodeRedisCluster(cluster) {
-  return {
-    name: "node-redis cluster",
-    prefix: "",
-    send: (args, key) => cluster.sendCommand(key, false, args),
-    masters: async () => {
-      const clients = await Promise.all(cluster.masters.map((/** @type {any} */ m) => cluster.nodeClient(m)));
-      return clients.map((/** @type {any} */ c) => (/** @type {string[]} */ args) => c.sendCommand(args));
-    },
-  };
-}
+// ---------------------------------------------------------------- ioredis
 
-/** @type {any} */
-let RoutedCommand;
+/** @type {WeakMap<Function, any>} */
+const routedClasses = new WeakMap();
 
 /**
- * The ioredis package (a peer dependency): from here, as an installed
- * package finds it; else from the application's main module or the working
- * directory (this package linked from elsewhere, `npm install ../path`).
+ * The Command class of an ioredis client (Redis or Cluster), from the
+ * client itself: the application's copy of ioredis, wherever this package
+ * is installed. (An instance's `constructor` is EventEmitter there, mixed
+ * in; the class is seen as the one `call()` hands to `sendCommand`, caught
+ * here on the instance for that one synchronous call, which sends nothing.)
+ * @param {any} client
  * @returns {any}
  */
-function loadIoredis() {
-  const { createRequire } = require("node:module");
-  const path = require("node:path");
-  const places = [require.main?.filename, path.join(process.cwd(), "index.js")];
+function commandClassOf(client) {
+  const had = Object.prototype.hasOwnProperty.call(client, "sendCommand");
+  const own = client.sendCommand;
+  /** @type {any} */
+  let Command;
+  client.sendCommand = (/** @type {any} */ command) => {
+    Command = command.constructor;
+    command.resolve(null);
+    return command.promise;
+  };
   try {
-    return require("ioredis");
-  } catch (first) {
-    for (const place of places) {
-      if (!place) continue;
-      try {
-        return createRequire(place)("ioredis");
-      } catch {
-        // next place
-      }
-    }
-    throw new Error("redis-ratelimit: an ioredis client was given but the ioredis package cannot be loaded", { cause: first });
+    client.call("PING").catch(noop);
+  } finally {
+    if (had) client.sendCommand = own;
+    else delete client.sendCommand;
   }
+  if (typeof Command !== "function") throw new InvalidParameter("ioredis client: its Command class could not be found (ioredis 5 or 6 expected)");
+  return Command;
 }
 
 /**
  * ioredis's Command with its key given, so that a Cluster routes module
- * commands (unknown to ioredis's command table) straight to the key's slot,
- * and follows MOVED/ASK as for any command. Built without keyPrefix: the
- * adapter prefixes keys itself, the same way on every backend.
+ * commands (unknown to ioredis's command table) straight to the key's slot.
+ * Taken from the client instance (the Redis class's static Command), never
+ * from require("ioredis"): the application's copy is the one in use.
+ *
+ * ioredis writes a command again after a reconnection (the offline queue,
+ * autoResendUnfulfilledCommands), whether or not its caller gave up on it.
+ * A command given up writes a PING in its place: the replies stay in step
+ * and the call, which may already have run, never runs twice.
+ * @param {any} Command
  * @returns {any}
  */
-function routedCommand() {
-  if (!RoutedCommand) {
-    const Command = loadIoredis().Command;
-    RoutedCommand = class extends Command {
+function routedCommand(Command) {
+  let Routed = routedClasses.get(Command);
+  if (!Routed) {
+    Routed = class extends Command {
       /** @param {string} name @param {string[]} args @param {string | undefined} key */
       constructor(name, args, key) {
         super(name, args, { replyEncoding: "utf8" });
         this.routingKey = key;
+        this.abandoned = false;
+        this.written = false;
       }
       getKeys() {
         return this.routingKey === undefined ? [] : [this.routingKey];
       }
+      /** @param {any} socket */
+      toWritable(socket) {
+        if (this.abandoned) return "*1\r\n$4\r\nPING\r\n";
+        this.written = true;
+        return super.toWritable(socket);
+      }
     };
+    routedClasses.set(Command, Routed);
   }
-  return RoutedCommand;
+  return Routed;
 }
+
+/**
+ * One ioredis connection as the limiters use it, shared by every RateLimits
+ * over the client. It writes only on a ready connection, so nothing of ours
+ * waits in ioredis's offline queue; when a call finds the client waiting out
+ * its reconnect backoff, it reconnects now (the first call once the server
+ * answers again succeeds); a command given up after it was written holds
+ * back further calls until its answer comes or the connection closes (a
+ * frozen server gets one command per connection, not one per call).
+ */
+class IoredisLink {
+  /** @param {any} client */
+  constructor(client) {
+    this.client = client;
+    this.Command = routedCommand(commandClassOf(client));
+    /** @type {Set<any>} our commands sent and not yet answered */
+    this.inFlight = new Set();
+    /** commands given up after being written, still unanswered */
+    this.stalled = 0;
+    /** @type {Set<() => void>} calls waiting for a change of state */
+    this.waiters = new Set();
+    /** @type {Promise<void> | null} a reconnection this link started */
+    this.attempt = null;
+    /** @type {unknown} why that reconnection failed */
+    this.failure = undefined;
+    client.on("ready", () => this.notify());
+    client.on("end", () => this.notify());
+    client.on("close", () => this.closed());
+  }
+
+  notify() {
+    const waiters = [...this.waiters];
+    this.waiters.clear();
+    for (const wake of waiters) wake();
+  }
+
+  /** The connection closed: what we sent on it will never be answered; it is never sent again. */
+  closed() {
+    for (const command of [...this.inFlight]) {
+      command.abandoned = true;
+      command.reject(new Error("the connection closed before the answer came"));
+    }
+    this.stalled = 0;
+    this.notify();
+  }
+
+  /** A reconnection now, in place of the rest of ioredis's backoff. */
+  reconnect() {
+    const client = this.client;
+    if (client.reconnectTimeout) {
+      clearTimeout(client.reconnectTimeout);
+      client.reconnectTimeout = null;
+    }
+    this.failure = undefined;
+    this.attempt = client
+      .connect()
+      .then(noop, (/** @type {unknown} */ err) => {
+        this.failure = err;
+      })
+      .finally(() => {
+        this.attempt = null;
+        this.notify();
+      });
+  }
+
+  /**
+   * Until the connection is ready and not stalled. A reconnection that this
+   * call started and that failed, or a client ended, is Unavailable now.
+   * @param {AbortSignal | undefined} signal
+   */
+  async usable(signal) {
+    let started = false;
+    for (;;) {
+      const { status } = this.client;
+      if (status === "ready" && this.stalled === 0) return;
+      if (signal?.aborted) throw GIVEN_UP;
+      if (status === "end") throw new Unavailable("the Redis client's connection is closed (ioredis status 'end')");
+      if (this.attempt === null && (status === "reconnecting" || status === "wait" || status === "close")) {
+        if (started) throw new Unavailable(`could not connect: ${reason(this.failure)}`);
+        started = true;
+        this.reconnect();
+      }
+      await Promise.race([new Promise((wake) => this.waiters.add(() => wake(undefined))), aborted(signal)]);
+    }
+  }
+
+  /** @type {Sender} */
+  async send(args, key, signal) {
+    await this.usable(signal);
+    const command = new this.Command(args[0], args.slice(1), key);
+    this.track(command, signal);
+    this.client.sendCommand(command);
+    return command.promise;
+  }
+
+  /** Answers of `command` end its tracking; the deadline marks it given up. @param {any} command @param {AbortSignal | undefined} signal */
+  track(command, signal) {
+    this.inFlight.add(command);
+    let stalled = false;
+    const onAbort = () => {
+      command.abandoned = true;
+      if (command.written && this.inFlight.has(command)) {
+        stalled = true;
+        this.stalled += 1;
+      }
+    };
+    const answered = () => {
+      if (!this.inFlight.delete(command)) return;
+      signal?.removeEventListener("abort", onAbort);
+      if (stalled) {
+        stalled = false;
+        this.stalled -= 1;
+        this.notify();
+      }
+    };
+    const { resolve, reject } = command;
+    command.resolve = (/** @type {unknown} */ value) => {
+      answered();
+      resolve(value);
+    };
+    command.reject = (/** @type {unknown} */ err) => {
+      answered();
+      reject(err);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  }
+}
+
+/** @param {unknown} err */
+function reason(err) {
+  return err instanceof Error && err.message ? err.message : "the connection failed";
+}
+
+/** @type {WeakMap<object, IoredisLink>} */
+const links = new WeakMap();
 
 /** @param {any} client @returns {Adapter} */
 function ioredis(client) {
-  const Command = routedCommand();
-  /** @param {any} conn @returns {(args: string[], key?: string) => Promise<any>} */
-  const sender = (conn) => (args, key) => conn.sendCommand(new Command(args[0], args.slice(1), key));
-  const prefix = (client.isCluster ? client.options.keyPrefix || client.options.redisOptions?.keyPrefix : client.options.keyPrefix) || "";
+  let link = links.get(client);
+  if (!link) {
+    link = new IoredisLink(client);
+    links.set(client, link);
+  }
+  const l = link;
   return {
-    name: client.isCluster ? "ioredis cluster" : "ioredis",
-    prefix: typeof prefix === "string" ? prefix : "",
-    send: sender(client),
-    masters: async () => (client.isCluster ? client.nodes("master").map(sender) : [sender(client)]),
+    name: "ioredis",
+    prefix: keyPrefix(client.options.keyPrefix),
+    send: (args, key, signal) => l.send(args, key, signal),
+    masters: async () => [(args, key, signal) => l.send(args, key, signal)],
+  };
+}
+
+/** @param {any} cluster @returns {Adapter} */
+function ioredisCluster(cluster) {
+  const Command = routedCommand(commandClassOf(cluster));
+  /** @param {any} conn @returns {Sender} */
+  const sender = (conn) => async (args, key, signal) => {
+    if (signal?.aborted) throw GIVEN_UP;
+    const command = new Command(args[0], args.slice(1), key);
+    signal?.addEventListener("abort", () => (command.abandoned = true), { once: true });
+    conn.sendCommand(command);
+    return command.promise;
+  };
+  return {
+    name: "ioredis cluster",
+    prefix: keyPrefix(cluster.options.keyPrefix || cluster.options.redisOptions?.keyPrefix),
+    send: sender(cluster),
+    masters: async () => cluster.nodes("master").map(sender),
+  };
+}
+
+/** @param {unknown} prefix */
+const keyPrefix = (prefix) => (typeof prefix === "string" ? prefix : "");
+
+// ------------------------------------------------------------- node-redis
+
+/**
+ * A node-redis client or cluster: each command carries the call's
+ * AbortSignal (node-redis drops it from its queue if it was not written);
+ * a command given up after it was written holds back further calls until
+ * its answer comes or the socket closes (node-redis then rejects it, and
+ * never sends it again).
+ */
+class NodeRedisLink {
+  /**
+   * @param {(args: string[], key: string | undefined, options: object) => Promise<any>} sendCommand
+   * @param {boolean} abortable node-redis 5 and 6 (`abortSignal`); node-redis 4 takes a
+   *   `signal` too but, aborted after the write, it unlinks the command from the wrong
+   *   list and breaks the queue: there a given-up command waits in its queue.
+   */
+  constructor(sendCommand, abortable) {
+    this.sendCommand = sendCommand;
+    this.abortable = abortable;
+    this.stalled = 0;
+    /** @type {Set<() => void>} */
+    this.waiters = new Set();
+  }
+
+  /** @type {Sender} */
+  async send(args, key, signal) {
+    while (this.stalled > 0 && !signal?.aborted) {
+      await Promise.race([new Promise((wake) => this.waiters.add(() => wake(undefined))), aborted(signal)]);
+    }
+    if (signal?.aborted) throw GIVEN_UP;
+    const sent = this.sendCommand(args, key, signal && this.abortable ? { abortSignal: signal } : {});
+    if (signal) {
+      let settled = false;
+      const done = () => {
+        settled = true;
+      };
+      sent.then(done, done);
+      signal.addEventListener(
+        "abort",
+        () => {
+          // node-redis has rejected at once a command it had not written;
+          // one still pending was written and is waiting for its answer.
+          setImmediate(() => {
+            if (settled) return;
+            this.stalled += 1;
+            const clear = () => {
+              this.stalled -= 1;
+              const waiters = [...this.waiters];
+              this.waiters.clear();
+              for (const wake of waiters) wake();
+            };
+            sent.then(clear, clear);
+          });
+        },
+        { once: true },
+      );
+    }
+    return sent;
+  }
+}
+
+/** @type {WeakMap<object, NodeRedisLink>} */
+const nodeLinks = new WeakMap();
+
+/** @param {any} owner @param {(args: string[], key: string | undefined, options: object) => Promise<any>} sendCommand */
+function nodeLink(owner, sendCommand) {
+  let link = nodeLinks.get(owner);
+  if (!link) {
+    link = new NodeRedisLink(sendCommand, typeof owner.withCommandOptions === "function");
+    nodeLinks.set(owner, link);
+  }
+  return link;
+}
+
+/** The longest reconnect delay that still lets the first call after a restart succeed. */
+const MAX_RECONNECT_MS = 100;
+
+/**
+ * node-redis waits out its reconnect delay in a private loop that nothing
+ * outside can cut short, and its default backs off to 2 s (500 ms in
+ * node-redis 4): the first calls after a restart would fail. A client must
+ * name a short delay.
+ * @param {any} client
+ */
+function checkReconnect(client) {
+  const socket = client.options?.socket ?? {};
+  const strategy = socket.reconnectStrategy;
+  const advice = `create it with socket: { reconnectStrategy: () => 50 } (a delay of at most ${MAX_RECONNECT_MS} ms)`;
+  if (strategy === undefined) {
+    throw new InvalidParameter(
+      `node-redis client: its default reconnectStrategy backs off for up to 2 s after a restart, and the limiter's calls would fail meanwhile; ${advice}`,
+    );
+  }
+  if (strategy === false) {
+    throw new InvalidParameter(`node-redis client: reconnectStrategy false never reconnects after a restart; ${advice}`);
+  }
+  if (typeof strategy === "number" && !(strategy >= 0 && strategy <= MAX_RECONNECT_MS)) {
+    throw new InvalidParameter(`node-redis client: reconnectStrategy ${strategy} ms is longer than ${MAX_RECONNECT_MS} ms; ${advice}`);
+  }
+}
+
+/** @param {any} client @returns {Adapter} */
+function nodeRedisClient(client) {
+  checkReconnect(client);
+  const link = nodeLink(client, (args, _key, options) => client.sendCommand(args, options));
+  /** @type {Sender} */
+  const send = (args, key, signal) => link.send(args, key, signal);
+  return { name: "node-redis", prefix: "", send, masters: async () => [send] };
+}
+
+/** @param {any} cluster @returns {Adapter} */
+function nodeRedisCluster(cluster) {
+  const link = nodeLink(cluster, (args, key, options) => cluster.sendCommand(key, false, args, options));
+  return {
+    name: "node-redis cluster",
+    prefix: "",
+    send: (args, key, signal) => link.send(args, key, signal),
+    masters: async () => {
+      const clients = await Promise.all(cluster.masters.map((/** @type {any} */ m) => cluster.nodeClient(m)));
+      return clients.map((/** @type {any} */ c) => {
+        const one = nodeLink(c, (args, _key, options) => c.sendCommand(args, options));
+        return (/** @type {string[]} */ args, /** @type {string | undefined} */ key, /** @type {AbortSignal | undefined} */ signal) =>
+          one.send(args, key, signal);
+      });
+    },
   };
 }
 
 /**
- * The adapter for a client: ioredis (Redis or Cluster), node-redis 4/5
- * (createClient or createCluster), or an object that already is an Adapter.
+ * The adapter for a client: ioredis 5/6 (Redis or Cluster), node-redis
+ * 4/5/6 (createClient or createCluster), or an object that already is an
+ * Adapter (`send(args, key, signal)` and `masters()`).
  * @param {any} client
  * @returns {Adapter}
  */
 function adapterFor(client) {
   if (!client || typeof client !== "object") {
-    throw new TypeError("RateLimits needs a Redis client: ioredis (Redis or Cluster) or node-redis 4/5 (createClient or createCluster)");
+    throw new InvalidParameter("RateLimits needs a Redis client: ioredis (Redis or Cluster) or node-redis 4/5/6 (createClient or createCluster)");
   }
   if (typeof client.isCluster === "boolean" && typeof client.sendCommand === "function" && client.options) {
-    return ioredis(client);
+    return client.isCluster ? ioredisCluster(client) : ioredis(client);
   }
   if (typeof client.nodeClient === "function" && typeof client.sendCommand === "function") {
     return nodeRedisCluster(client);
@@ -125,7 +432,7 @@ function adapterFor(client) {
   if (typeof client.send === "function" && typeof client.masters === "function") {
     return /** @type {Adapter} */ ({ name: "custom", prefix: "", ...client });
   }
-  throw new TypeError("RateLimits: unknown Redis client (expected ioredis, node-redis 4/5, or an object with send() and masters())");
+  throw new InvalidParameter("RateLimits: unknown Redis client (expected ioredis, node-redis 4/5/6, or an object with send() and masters())");
 }
 
-module.exports = { adapterFor };
+module.exports = { adapterFor, MAX_RECONNECT_MS };

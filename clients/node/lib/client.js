@@ -1,14 +1,32 @@
 "use strict";
 
 const { adapterFor } = require("./adapters");
-const { RateLimitError, isReplyError, wrap } = require("./errors");
+const { RateLimitError, Unavailable, InvalidParameter, isReplyError, classify } = require("./errors");
+const { toMs, toInt, checkOptions } = require("./duration");
 const { librarySource, standaloneScripts } = require("./lua");
+const { RefusalMemory } = require("./refusals");
 const limiters = require("./limiters");
 
 /** The client's version: the functions library it loads answers the same from rl_version. */
 const VERSION = require("../package.json").version;
 
 /** @typedef {"module" | "functions" | "scripts"} Backend */
+
+/**
+ * @typedef {object} RateLimitsOptions
+ * @property {"auto" | Backend} [backend] `"auto"` (the default) searches;
+ *   another skips the search
+ * @property {number | string} [timeout] the deadline of every call (default
+ *   250 ms, 1 ms to 60 s): the backend search, a reload and its retry,
+ *   connecting, sending, the reply, the Redis client's own waits
+ * @property {boolean} [failOpen] when a call meets Unavailable: false (the
+ *   default) rejects with it; true answers an allowed decision marked
+ *   `failedOpen`
+ * @property {number} [localRefusals] how many refused keys are remembered
+ *   in-process (0, the default, is off)
+ */
+
+const OPTIONS = ["backend", "timeout", "failOpen", "localRefusals"];
 
 // The module's command for each function of the library.
 /** @type {Record<string, string>} */
@@ -28,6 +46,7 @@ const MODULE_COMMANDS = {
 const replyMatches = (err, pattern) => isReplyError(err) && pattern.test(/** @type {Error} */ (err).message);
 const FUNCTION_NOT_FOUND = /Function not found/i;
 const NOSCRIPT = /^NOSCRIPT/;
+const WRONG_ARITY = /^ERR wrong number of arguments/i;
 
 /**
  * The backend found on each Redis client, shared by every RateLimits over
@@ -36,41 +55,47 @@ const NOSCRIPT = /^NOSCRIPT/;
  */
 const found = new WeakMap();
 
-/** @param {any} reply */
-const identity = (reply) => reply;
-
-/** @param {unknown} err @returns {never} */
-function rethrow(err) {
-  throw wrap(err);
-}
+const noop = () => {};
 
 /**
- * Wraps one Redis client (ioredis Redis or Cluster, node-redis 4/5 client or
- * cluster) and finds, on first use, how to reach the limiters on it; the
+ * Wraps one Redis client (ioredis Redis or Cluster, node-redis 4/5/6 client
+ * or cluster) and finds, on first use, how to reach the limiters on it; the
  * backend is then cached per Redis client (shared by every RateLimits over it):
  *
- * 1. the module, when `RL.GCRA` exists (`COMMAND INFO rl.gcra`): `RL.*` commands;
+ * 1. the module, when `RL.GCRA` is a command (its answer to no arguments is
+ *    the wrong-arity error): `RL.*` commands;
  * 2. else the functions library `ratelimit` when `FCALL rl_version 0` answers
  *    this client's version: `FCALL rl_<name> numkeys key... args...`;
- * 3. else it loads the library (`FUNCTION LOAD REPLACE`, on every master of a
+ * 3. else, when FCALL answers "Function not found" or another version, it
+ *    loads the library (`FUNCTION LOAD REPLACE`, on every master of a
  *    Cluster), then as 2;
- * 4. else (no Functions: Redis 6, or FUNCTION denied) the standalone scripts
- *    through `EVALSHA`, loaded with `SCRIPT LOAD` on `NOSCRIPT`.
+ * 4. else (no Functions: Redis 6, or FCALL or FUNCTION denied) the
+ *    standalone scripts through `EVALSHA`, loaded with `SCRIPT LOAD` on
+ *    `NOSCRIPT`.
  *
- * A library lost in a failover ("Function not found") is loaded again and
- * the call retried once; a call is never retried after the server ran it.
+ * Every call has a deadline (`timeout`); a call whose answer is lost is
+ * never sent again; only an answer that proves it did not run ("Function
+ * not found", NOSCRIPT) is followed by a reload and one retry.
  */
 class RateLimits {
   /**
-   * @param {any} client a connected Redis client
-   * @param {{backend?: "auto" | Backend}} [options] `backend` skips the
-   *   search (`"functions"` still loads the library when it is missing)
+   * @param {any} client a Redis client
+   * @param {RateLimitsOptions} [options]
    */
   constructor(client, options = {}) {
+    checkOptions(options, "RateLimits", OPTIONS);
     const backend = options.backend ?? "auto";
     if (!["auto", "module", "functions", "scripts"].includes(backend)) {
-      throw new RangeError(`backend must be "auto", "module", "functions" or "scripts"; got ${JSON.stringify(backend)}`);
+      throw new InvalidParameter(`backend must be "auto", "module", "functions" or "scripts", got ${JSON.stringify(backend)}`);
     }
+    const failOpen = options.failOpen ?? false;
+    if (typeof failOpen !== "boolean") throw new InvalidParameter(`failOpen must be true or false, got ${JSON.stringify(failOpen)}`);
+    /** @readonly the deadline of every call, in ms */
+    this.timeout = toMs(options.timeout ?? 250, "timeout", 1, 60_000);
+    /** @readonly */
+    this.failOpen = failOpen;
+    /** @readonly */
+    this.localRefusals = toInt(options.localRefusals ?? 0, "localRefusals", 0, 1_000_000);
     /** @readonly */
     this.client = client;
     /** @private @type {import("./adapters").Adapter} */
@@ -78,64 +103,104 @@ class RateLimits {
     /** @private */
     this._want = backend;
     /** @private @type {Backend | undefined} */
-    this._kind = backend === "module" ? "module" : backend === "auto" ? found.get(client) : undefined;
+    this._kind = backend === "auto" ? found.get(client) : backend;
     /** @private @type {Promise<Backend> | undefined} */
     this._finding = undefined;
     /** @private @type {Promise<void> | undefined} */
     this._loading = undefined;
+    /** @type {RefusalMemory | null} the local memory of refusals, when on */
+    this.refusals = this.localRefusals > 0 ? new RefusalMemory(this.localRefusals) : null;
   }
 
   /**
-   * The backend in use, found on the first call (or now) and cached.
+   * Runs `work` under the deadline: it gets an AbortSignal aborted when the
+   * deadline passes, and the call then rejects at once with Unavailable.
+   * What `work` rejects with is classified (ServerError, Unavailable).
+   * @template T
+   * @param {(signal: AbortSignal) => Promise<T>} work
+   * @returns {Promise<T>}
+   */
+  within(work) {
+    const ms = this.timeout;
+    const controller = new AbortController();
+    /** @type {NodeJS.Timeout | undefined} */
+    let timer;
+    const expiry = new Promise((_, reject) => {
+      timer = setTimeout(() => {
+        controller.abort();
+        reject(new Unavailable(`no answer within ${ms} ms`));
+      }, ms);
+    });
+    const done = work(controller.signal).then(
+      (value) => {
+        clearTimeout(timer);
+        return value;
+      },
+      (err) => {
+        clearTimeout(timer);
+        throw classify(err);
+      },
+    );
+    done.catch(noop); // answered by the deadline already: nobody waits for it
+    return /** @type {Promise<T>} */ (Promise.race([done, expiry]));
+  }
+
+  /**
+   * The backend in use, found now (within the deadline) if not yet, and cached.
    * @returns {Promise<Backend>}
    */
   backend() {
     if (this._kind !== undefined) return Promise.resolve(this._kind);
+    return this.within((signal) => this._backend(signal));
+  }
+
+  /** @private @param {AbortSignal} signal @returns {Promise<Backend>} */
+  _backend(signal) {
+    if (this._kind !== undefined) return Promise.resolve(this._kind);
     if (this._finding === undefined) {
-      this._finding = this._find().then(
+      this._finding = this._find(signal).then(
         (kind) => {
           this._kind = kind;
-          if (this._want === "auto") found.set(this.client, kind);
+          this._finding = undefined;
+          found.set(this.client, kind);
           return kind;
         },
         (err) => {
           // Not cached: a server that was down is asked again next time.
           this._finding = undefined;
-          throw wrap(err);
+          throw err;
         },
       );
     }
     return this._finding;
   }
 
-  /** @private @returns {Promise<Backend>} */
-  async _find() {
-    const send = this._adapter.send;
-    if (this._want === "scripts") return this._scriptsOrThrow();
-    if (this._want === "auto") {
-      try {
-        const info = await send(["COMMAND", "INFO", "rl.gcra"]);
-        if (Array.isArray(info) && info.length > 0 && info[0]) return "module";
-      } catch (err) {
-        if (!isReplyError(err)) throw err; // COMMAND denied: look further
-      }
+  /** @private @param {AbortSignal} signal @returns {Promise<Backend>} */
+  async _find(signal) {
+    const send = (/** @type {string[]} */ args) => this._adapter.send(args, undefined, signal);
+    try {
+      await send(["RL.GCRA"]);
+    } catch (err) {
+      if (!isReplyError(err)) throw err;
+      if (WRONG_ARITY.test(/** @type {Error} */ (err).message)) return "module";
+      // unknown command, or denied: look further
     }
     let version;
     try {
       version = await send(["FCALL", "rl_version", "0"]);
     } catch (err) {
-      if (!isReplyError(err)) throw err; // no such function, no FCALL, or denied
+      if (!isReplyError(err)) throw err;
+      // No Functions (Redis 6), or FCALL denied: the scripts.
+      if (!FUNCTION_NOT_FOUND.test(/** @type {Error} */ (err).message)) return this._scriptsOrThrow();
     }
     if (version !== undefined && String(version) === VERSION) return "functions";
     if (librarySource() !== null) {
       try {
-        await this._loadLibrary();
+        await this._loadLibrary(signal);
         return "functions";
       } catch (err) {
-        if (this._want === "functions" || !isReplyError(err)) throw err;
+        if (!isReplyError(err)) throw err;
       }
-    } else if (this._want === "functions") {
-      throw new RateLimitError("the functions library is not packaged with this client (lua/ratelimit.lua is missing)");
     }
     return this._scriptsOrThrow();
   }
@@ -155,40 +220,41 @@ class RateLimits {
    * `FUNCTION LOAD REPLACE` of the packaged library on every master; calls
    * that find the library lost at the same time share one load.
    * @private
+   * @param {AbortSignal} signal
    * @returns {Promise<void>}
    */
-  _loadLibrary() {
+  _loadLibrary(signal) {
     if (this._loading === undefined) {
-      this._loading = this._loadOnMasters().finally(() => {
+      this._loading = this._loadOnMasters(signal).finally(() => {
         this._loading = undefined;
       });
     }
     return this._loading;
   }
 
-  /** @private */
-  async _loadOnMasters() {
+  /** @private @param {AbortSignal} signal */
+  async _loadOnMasters(signal) {
     const source = librarySource();
-    if (source === null) throw new RateLimitError("the functions library is not packaged with this client");
-    const masters = await this._adapter.masters();
-    await Promise.all(masters.map((send) => send(["FUNCTION", "LOAD", "REPLACE", source])));
+    if (source === null) throw new RateLimitError("the functions library is not packaged with this client (lua/ratelimit.lua is missing)");
+    const masters = await this._adapter.masters(signal);
+    await Promise.all(masters.map((send) => send(["FUNCTION", "LOAD", "REPLACE", source], undefined, signal)));
   }
 
   /**
    * Sends function `fn` (`gcra`, `all`, `release`, ...) with its keys and
-   * the arguments after them, on the backend in use; resolves to the raw reply.
+   * the arguments after them, on the backend in use, within the deadline;
+   * resolves to the raw reply.
    * @param {string} fn
    * @param {string[]} keys
    * @param {string[]} args
    * @returns {Promise<any>}
    */
   call(fn, keys, args) {
-    return this.run(fn, keys, args, identity);
+    return this.within((signal) => this._send(fn, keys, args, signal));
   }
 
   /**
-   * As `call`, the reply turned into a value by `map` (one promise step on
-   * the hot path, not two).
+   * As `call`, the reply turned into a value by `map`.
    * @template T
    * @param {string} fn
    * @param {string[]} keys
@@ -197,49 +263,47 @@ class RateLimits {
    * @returns {Promise<T>}
    */
   run(fn, keys, args, map) {
-    const kind = this._kind;
-    if (kind === undefined) return this.backend().then(() => this.run(fn, keys, args, map));
+    return this.within((signal) => this._send(fn, keys, args, signal).then(map));
+  }
+
+  /**
+   * @private
+   * @param {string} fn @param {string[]} keys @param {string[]} args @param {AbortSignal} signal
+   * @returns {Promise<any>}
+   */
+  async _send(fn, keys, args, signal) {
+    const kind = this._kind ?? (await this._backend(signal));
     const prefix = this._adapter.prefix;
     if (prefix) keys = keys.map((k) => prefix + k);
-    if (kind === "module") return this._adapter.send(moduleArgs(fn, keys, args), keys[0]).then(map, rethrow);
-    return kind === "functions" ? this._fcall(fn, keys, args, map) : this._evalsha(fn, keys, args, map);
-  }
-
-  /**
-   * @private @template T
-   * @param {string} fn @param {string[]} keys @param {string[]} args @param {(reply: any) => T} map
-   * @returns {Promise<T>}
-   */
-  _fcall(fn, keys, args, map) {
-    const command = ["FCALL", `rl_${fn}`, String(keys.length), ...keys, ...args];
-    return this._adapter.send(command, keys[0]).then(map, (err) => {
-      // The library was lost (a replica promoted before the load reached
-      // it, FUNCTION FLUSH): the call did not run. Load it, retry once.
-      if (!replyMatches(err, FUNCTION_NOT_FOUND)) rethrow(err);
-      return this._loadLibrary()
-        .then(() => this._adapter.send(command, keys[0]))
-        .then(map, rethrow);
-    });
-  }
-
-  /**
-   * @private @template T
-   * @param {string} fn @param {string[]} keys @param {string[]} args @param {(reply: any) => T} map
-   * @returns {Promise<T>}
-   */
-  _evalsha(fn, keys, args, map) {
+    const send = (/** @type {string[]} */ command) => this._adapter.send(command, keys[0], signal);
+    if (kind === "module") {
+      const name = MODULE_COMMANDS[fn];
+      return send(fn === "all" ? [name, String(keys.length), ...keys, ...args] : [name, ...keys, ...args]);
+    }
+    if (kind === "functions") {
+      const command = ["FCALL", `rl_${fn}`, String(keys.length), ...keys, ...args];
+      try {
+        return await send(command);
+      } catch (err) {
+        // The library was lost (a replica promoted before the load reached
+        // it, FUNCTION FLUSH): the call did not run. Load it, retry once.
+        if (!replyMatches(err, FUNCTION_NOT_FOUND)) throw err;
+        await this._loadLibrary(signal);
+        return send(command);
+      }
+    }
     const script = standaloneScripts().get(`rl_${fn}`);
-    if (!script) return Promise.reject(new RateLimitError(`no standalone script for rl_${fn} is packaged with this client`));
+    if (!script) throw new RateLimitError(`no standalone script for rl_${fn} is packaged with this client`);
     const command = ["EVALSHA", script.sha, String(keys.length), ...keys, ...args];
-    return this._adapter.send(command, keys[0]).then(map, (err) => {
+    try {
+      return await send(command);
+    } catch (err) {
       // Not in this server's script cache (a restart, SCRIPT FLUSH, a new
       // node): the call did not run. Load it where the key lives, retry once.
-      if (!replyMatches(err, NOSCRIPT)) rethrow(err);
-      return this._adapter
-        .send(["SCRIPT", "LOAD", script.source], keys[0])
-        .then(() => this._adapter.send(command, keys[0]))
-        .then(map, rethrow);
-    });
+      if (!replyMatches(err, NOSCRIPT)) throw err;
+      await send(["SCRIPT", "LOAD", script.source]);
+      return send(command);
+    }
   }
 
   /**
@@ -300,12 +364,6 @@ class RateLimits {
   concurrency(options) {
     return new limiters.Concurrency(this, options);
   }
-}
-
-/** @param {string} fn @param {string[]} keys @param {string[]} args @returns {string[]} */
-function moduleArgs(fn, keys, args) {
-  const name = MODULE_COMMANDS[fn];
-  return fn === "all" ? [name, String(keys.length), ...keys, ...args] : [name, ...keys, ...args];
 }
 
 module.exports = { RateLimits, VERSION };

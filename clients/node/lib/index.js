@@ -2,7 +2,7 @@
 
 const { RateLimits, VERSION } = require("./client");
 const { Result, Limiter, AllOf, Concurrency, Lease } = require("./limiters");
-const { RateLimitError, LeaseRefusedError } = require("./errors");
+const { RateLimitError, InvalidParameter, ServerError, Unavailable, LeaseRefusedError } = require("./errors");
 const { rateLimit, rateLimitHeaders, policyHeader } = require("./middleware");
 const { toMs } = require("./duration");
 
@@ -15,6 +15,9 @@ module.exports = {
   Concurrency,
   Lease,
   RateLimitError,
+  InvalidParameter,
+  ServerError,
+  Unavailable,
   LeaseRefusedError,
   rateLimit,
   rateLimitHeaders,

@@ -1,15 +1,19 @@
 "use strict";
 
-const { toInt, toMs } = require("./duration");
-const { LeaseRefusedError } = require("./errors");
+const { toInt, toMs, checkOptions } = require("./duration");
+const { InvalidParameter, LeaseRefusedError, Unavailable } = require("./errors");
 
 const MAX_COUNT = 1_000_000_000;
 const MAX_MS = 1_000_000_000_000;
 // The server-side caps (ratelimit.sliding_log_max_limit and
 // ratelimit.concurrency_max_limit) default to 10,000 and may be raised up to
-// 1,000,000: the server names its own cap when a limit is above it.
+// 1,000,000: the server names its own cap when a limit is above it, and
+// check() finds that before the first request.
 const MAX_SETTING = 1_000_000;
-const NAME = /^[a-z*][a-z0-9_\-.*]*$/;
+// Printable ASCII without the characters a RateLimit-Policy string or a
+// Cluster hash tag would have to escape: '"', '\', '{', '}'.
+const NAME = /^[\x20\x21\x23-\x5b\x5d-\x7a\x7c\x7e]+$/;
+const NAME_WORDS = 'name must be a non-empty string of printable ASCII without ", \\, { or }';
 
 /**
  * @typedef {object} TakeOptions
@@ -27,7 +31,7 @@ const NAME = /^[a-z*][a-z0-9_\-.*]*$/;
 /** @typedef {{limit: number, window: number | string, name?: string}} WindowOptions */
 /** @typedef {{limit: number, timeout: number | string, name?: string}} ConcurrencyOptions */
 
-const OPTIONS = new Set(["peek", "refund", "force", "wait", "atMost", "block"]);
+const TAKE_OPTIONS = ["peek", "refund", "force", "wait", "atMost", "block"];
 
 /**
  * The arguments after the parameters: quantity, MS and the options.
@@ -38,12 +42,7 @@ const OPTIONS = new Set(["peek", "refund", "force", "wait", "atMost", "block"]);
 function optionArgs(n, options) {
   const args = [String(toInt(n, "n", 0, MAX_COUNT)), "MS"];
   if (options === undefined || options === null) return args;
-  if (typeof options !== "object") throw new TypeError("options must be an object");
-  for (const key of Object.keys(options)) {
-    if (!OPTIONS.has(key)) {
-      throw new TypeError(`unknown option '${key}' (expected peek, refund, force, wait, atMost or block)`);
-    }
-  }
+  checkOptions(options, "take", TAKE_OPTIONS);
   if (options.peek) args.push("PEEK");
   if (options.refund) args.push("REFUND");
   if (options.force) args.push("FORCE");
@@ -53,20 +52,27 @@ function optionArgs(n, options) {
   return args;
 }
 
+/**
+ * A take that the local memory of refusals may answer: no peek, refund,
+ * force, wait or atMost (each changes what a refusal means), n above 0.
+ * @param {number} n @param {TakeOptions | undefined} options
+ */
+function plain(n, options) {
+  if (n <= 0) return false;
+  if (options === undefined || options === null) return true;
+  return !options.peek && !options.refund && !options.force && !options.atMost && (options.wait === undefined || options.wait === null);
+}
+
 /** @param {unknown} name @param {string} fallback @returns {string} */
 function policyName(name, fallback) {
   if (name === undefined) return fallback;
-  if (typeof name !== "string" || !NAME.test(name)) {
-    throw new TypeError(
-      `name must be a header token: a lowercase letter, then lowercase letters, digits, '_', '-', '.' or '*'; got ${JSON.stringify(name)}`,
-    );
-  }
+  if (typeof name !== "string" || !NAME.test(name)) throw new InvalidParameter(NAME_WORDS);
   return name;
 }
 
-/** @param {string} key @returns {string} */
+/** @param {unknown} key @returns {string} */
 function checkKey(key) {
-  if (typeof key !== "string" || key.length === 0) throw new TypeError("key must be a non-empty string");
+  if (typeof key !== "string" || key.length === 0) throw new InvalidParameter("key must be a non-empty string");
   return key;
 }
 
@@ -83,7 +89,9 @@ function checkKey(key) {
  * - `granted`: units granted (`n` when allowed, 0 when refused; with
  *   `atMost`, what the server granted).
  * - `binding`: 1-based position of the binding limit (`allOf`; 1 otherwise).
- * - `raw`: the reply's integers as the server sent them.
+ * - `failedOpen`: true when the server could not be asked and the failure
+ *   policy let the request through (then `remaining` 0, `reset` 0).
+ * - `raw`: the reply's integers (empty when failed open).
  */
 class Result {
   /**
@@ -107,28 +115,136 @@ class Result {
     this.granted = grantedAt >= 0 ? raw[grantedAt] : this.allowed ? n : 0;
     /** @type {number} */
     this.binding = binding;
+    /** @type {boolean} */
+    this.failedOpen = false;
     /** @type {number[]} */
     this.raw = raw;
+  }
+
+  /**
+   * The decision the failure policy answers when failing open.
+   * @param {number} limit @param {number} n
+   */
+  static failedOpen(limit, n) {
+    const result = new Result([0, limit, 0, -1, 0], n, 1, -1);
+    result.failedOpen = true;
+    result.raw = [];
+    return result;
+  }
+
+  /**
+   * This refusal `elapsed` ms later: `retryAfter` (at least 1 ms) and
+   * `reset` shortened by the time gone by (the local memory's answer).
+   * @param {number} elapsed
+   * @returns {Result}
+   */
+  later(elapsed) {
+    const retry = Math.max(1, Math.ceil(/** @type {number} */ (this.retryAfter) - elapsed));
+    const reset = Math.max(retry, Math.ceil(this.reset - elapsed));
+    const raw = [...this.raw];
+    raw[3] = retry;
+    raw[4] = reset;
+    return new Result(raw, 0, this.binding, -1);
+  }
+}
+
+/**
+ * What every limiter and an allOf share: one call's arguments, the local
+ * memory of refusals, the failure policy, check().
+ */
+class Decider {
+  /**
+   * @param {import("./client").RateLimits} limits
+   * @param {string} fn the library's function (gcra, all, ...)
+   * @param {string[]} spec the arguments before the quantity
+   * @param {number} limit the decision's limit when failing open
+   * @param {number} keyCount keys per call
+   */
+  constructor(limits, fn, spec, limit, keyCount) {
+    /** @protected */
+    this._limits = limits;
+    /** @readonly @type {string} */
+    this.fn = fn;
+    /** @private */
+    this._spec = spec;
+    /** @private */
+    this._failLimit = limit;
+    /** @private the arguments of a plain take of one unit */
+    this._one = [...spec, "1", "MS"];
+    /** @private where the reply says the binding limit, and the units granted with atMost */
+    this._bindingAt = fn === "all" ? 5 : -1;
+    this._grantedAt = fn === "all" ? 6 : 5;
+    /** @private */
+    this._checkKeys = Array.from({ length: keyCount }, (_, i) => `ratelimit:{check}:${i + 1}`);
+  }
+
+  /**
+   * One decision on `keys` (checked), with the given failure policy.
+   * @param {string[]} keys
+   * @param {number} n
+   * @param {TakeOptions | undefined} options
+   * @param {boolean} failOpen
+   * @returns {Promise<Result>}
+   */
+  _take(keys, n, options, failOpen) {
+    const args = n === 1 && options === undefined ? this._one : [...this._spec, ...optionArgs(n, options)];
+    const grantedAt = options !== undefined && options !== null && options.atMost ? this._grantedAt : -1;
+    const bindingAt = this._bindingAt;
+    const limits = this._limits;
+    const memory = limits.refusals;
+    const remembered = memory !== null && plain(n, options) ? `${this.fn}\n${keys.join("\n")}\n${args.join(" ")}` : null;
+    if (remembered !== null) {
+      const refusal = /** @type {import("./refusals").RefusalMemory} */ (memory).get(remembered);
+      if (refusal !== undefined) return Promise.resolve(refusal);
+    }
+    let decided = limits.run(this.fn, keys, args, (raw) => new Result(raw, n, bindingAt >= 0 ? raw[bindingAt] : 1, grantedAt));
+    if (remembered !== null) {
+      decided = decided.then((result) => {
+        /** @type {import("./refusals").RefusalMemory} */ (memory).remember(remembered, result);
+        return result;
+      });
+    }
+    if (failOpen) {
+      decided = decided.catch((err) => {
+        if (err instanceof Unavailable) return this._failedOpen(n);
+        throw err;
+      });
+    }
+    return decided;
+  }
+
+  /** The decision of a call of `n` units let through by the failure policy. @param {number} n */
+  _failedOpen(n) {
+    return Result.failedOpen(this._failLimit, n);
+  }
+
+  /**
+   * Sends one PEEK of one unit on `keys` (default `ratelimit:{check}:1`,
+   * `:2`, ... by position) and rejects with what the server refuses (a cap,
+   * the functions edition's ranges, a key of another type), whatever the
+   * failure policy. Resolves to nothing.
+   * @param {string[]} [keys]
+   * @returns {Promise<void>}
+   */
+  _check(keys) {
+    return this._take(keys ?? this._checkKeys, 1, { peek: true }, false).then(() => undefined);
   }
 }
 
 /** One limiter on one key per call: RL.GCRA, RL.TOKEN_BUCKET, RL.FIXED, RL.SLIDING_LOG, RL.SLIDING_COUNTER. */
-class Limiter {
+class Limiter extends Decider {
   /**
    * @param {import("./client").RateLimits} limits
    * @param {string} fn the library's function (gcra, token_bucket, ...)
    * @param {number[]} params the positional parameters, durations in ms
    * @param {string} name the policy's name in the RateLimit headers
-   * @param {number} quota `q` of RateLimit-Policy
+   * @param {number} quota `q` of RateLimit-Policy: the most units at once from rest
    * @param {number} windowMs the policy's window, `w` of RateLimit-Policy in ms
    */
   constructor(limits, fn, params, name, quota, windowMs) {
-    /** @private */
-    this._limits = limits;
+    super(limits, fn, params.map(String), quota, 1);
     /** @readonly */
     this.algorithm = fn.toUpperCase();
-    /** @readonly @type {string} */
-    this.fn = fn;
     /** @readonly the parameters as sent (durations in ms) */
     this.params = params.map(String);
     /** @readonly */
@@ -137,10 +253,6 @@ class Limiter {
     this.quota = quota;
     /** @readonly */
     this.windowMs = windowMs;
-    /** @private the arguments of a plain take of one unit */
-    this._one = [...this.params, "1", "MS"];
-    /** @private its reply's value */
-    this._oneResult = (/** @type {number[]} */ raw) => new Result(raw, 1, 1, -1);
   }
 
   /**
@@ -151,11 +263,7 @@ class Limiter {
    * @returns {Promise<Result>}
    */
   take(key, n = 1, options) {
-    checkKey(key);
-    if (n === 1 && options === undefined) return this._limits.run(this.fn, [key], this._one, this._oneResult);
-    const args = [...this.params, ...optionArgs(n, options)];
-    const grantedAt = options !== undefined && options !== null && options.atMost ? 5 : -1;
-    return this._limits.run(this.fn, [key], args, (raw) => new Result(raw, n, 1, grantedAt));
+    return this._take([checkKey(key)], n, options, this._limits.failOpen);
   }
 
   /**
@@ -163,6 +271,7 @@ class Limiter {
    * @param {string} key @param {number} [n] @param {TakeOptions} [options]
    */
   peek(key, n = 1, options) {
+    checkOptions(options, "take", TAKE_OPTIONS);
     return this.take(key, n, { ...options, peek: true });
   }
 
@@ -181,6 +290,31 @@ class Limiter {
   refund(key, n = 1) {
     return this.take(key, n, { refund: true });
   }
+
+  /**
+   * Asks the server whether it takes this limiter (one PEEK of one unit on
+   * `key`, default `ratelimit:{check}:1`); rejects with its ServerError
+   * (or Unavailable) whatever the failure policy.
+   * @param {string} [key]
+   * @returns {Promise<void>}
+   */
+  check(key) {
+    return this._check(key === undefined ? undefined : [checkKey(key)]);
+  }
+}
+
+/**
+ * @param {string} kind the limiter's kind, named in errors
+ * @param {unknown} options
+ * @param {readonly string[]} known
+ * @returns {any}
+ */
+function limiterOptions(kind, options, known) {
+  if (options === undefined || options === null || typeof options !== "object") {
+    throw new InvalidParameter(`${kind}: options must be an object with ${known.join(", ")}`);
+  }
+  checkOptions(options, kind, known);
+  return options;
 }
 
 /**
@@ -188,7 +322,7 @@ class Limiter {
  * @param {GcraOptions} options
  */
 function gcra(limits, options) {
-  const { rate, per, burst = rate, name } = options ?? /** @type {any} */ ({});
+  const { rate, per, burst = rate, name } = limiterOptions("gcra", options, ["rate", "per", "burst", "name"]);
   const count = toInt(rate, "rate", 1, MAX_COUNT);
   const period = toMs(per, "per", 1, MAX_MS);
   const atOnce = toInt(burst, "burst", 1, MAX_COUNT);
@@ -200,12 +334,15 @@ function gcra(limits, options) {
  * @param {TokenBucketOptions} options
  */
 function tokenBucket(limits, options) {
-  const { capacity, refill, per, name } = options ?? /** @type {any} */ ({});
+  const { capacity, refill, per, name } = limiterOptions("token_bucket", options, ["capacity", "refill", "per", "name"]);
   const cap = toInt(capacity, "capacity", 1, MAX_COUNT);
   const count = toInt(refill, "refill", 1, MAX_COUNT);
   const period = toMs(per, "per", 1, MAX_MS);
   return new Limiter(limits, "token_bucket", [cap, count, period], policyName(name, "token_bucket"), cap, (cap * period) / count);
 }
+
+/** @type {Record<string, string>} */
+const WINDOW_KINDS = { fixed: "fixed_window", sliding_log: "sliding_log", sliding_counter: "sliding_counter" };
 
 /**
  * @param {import("./client").RateLimits} limits
@@ -213,29 +350,35 @@ function tokenBucket(limits, options) {
  * @param {WindowOptions} options
  */
 function window(limits, fn, options) {
-  const { limit, window: span, name } = options ?? /** @type {any} */ ({});
+  const { limit, window: span, name } = limiterOptions(WINDOW_KINDS[fn], options, ["limit", "window", "name"]);
   const most = toInt(limit, "limit", 1, fn === "sliding_log" ? MAX_SETTING : MAX_COUNT);
   const ms = toMs(span, "window", 1, MAX_MS);
   return new Limiter(limits, fn, [most, ms], policyName(name, fn), most, ms);
 }
 
 /** Several limiters, one decision (RL.ALL); `take` gets one key per limiter, in order. */
-class AllOf {
+class AllOf extends Decider {
   /**
    * @param {import("./client").RateLimits} limits
    * @param {Limiter[]} parts
    */
   constructor(limits, parts) {
-    if (parts.length === 0 || parts.length > 100) throw new RangeError("allOf needs 1 to 100 limiters");
+    if (parts.length === 0 || parts.length > 100) throw new InvalidParameter(`all_of needs 1 to 100 limiters, got ${parts.length}`);
     for (const [i, part] of parts.entries()) {
-      if (!(part instanceof Limiter)) throw new TypeError(`allOf: argument ${i + 1} is not a limiter`);
+      if (!(part instanceof Limiter)) throw new InvalidParameter(`all_of: argument ${i + 1} is not a limiter`);
     }
-    /** @private */
-    this._limits = limits;
+    super(limits, "all", parts.flatMap((p) => [p.algorithm, ...p.params]), parts[0].quota, parts.length);
     /** @readonly */
     this.limiters = parts;
-    /** @private */
-    this._specs = parts.flatMap((p) => [p.algorithm, ...p.params]);
+  }
+
+  /** @private @param {unknown} keys @returns {string[]} */
+  _keys(keys) {
+    if (!Array.isArray(keys)) throw new InvalidParameter(`keys: ${this.limiters.length} limiters need ${this.limiters.length} keys, got ${typeof keys}`);
+    if (keys.length !== this.limiters.length) {
+      throw new InvalidParameter(`keys: ${this.limiters.length} limiters need ${this.limiters.length} keys, got ${keys.length}`);
+    }
+    return keys.map(checkKey);
   }
 
   /**
@@ -248,17 +391,12 @@ class AllOf {
    * @returns {Promise<Result>}
    */
   take(keys, n = 1, options) {
-    if (!Array.isArray(keys) || keys.length !== this.limiters.length) {
-      throw new TypeError(`allOf.take needs ${this.limiters.length} keys, one per limiter`);
-    }
-    keys.forEach(checkKey);
-    const args = [...this._specs, ...optionArgs(n, options)];
-    const grantedAt = options !== undefined && options !== null && options.atMost ? 6 : -1;
-    return this._limits.run("all", keys, args, (raw) => new Result(raw, n, raw[5], grantedAt));
+    return this._take(this._keys(keys), n, options, this._limits.failOpen);
   }
 
   /** @param {string[]} keys @param {number} [n] @param {TakeOptions} [options] */
   peek(keys, n = 1, options) {
+    checkOptions(options, "take", TAKE_OPTIONS);
     return this.take(keys, n, { ...options, peek: true });
   }
 
@@ -271,19 +409,30 @@ class AllOf {
   refund(keys, n = 1) {
     return this.take(keys, n, { refund: true });
   }
+
+  /**
+   * One PEEK of one unit on `keys` (default `ratelimit:{check}:1`, `:2`,
+   * ...); rejects with what the server refuses.
+   * @param {string[]} [keys]
+   * @returns {Promise<void>}
+   */
+  check(keys) {
+    return this._check(keys === undefined ? undefined : this._keys(keys));
+  }
 }
 
 /**
  * A lease (RL.CONCURRENCY), or the refusal to give one: `allowed`, `limit`,
  * `remaining` (units free after the call), `retryAfter` (ms until enough
- * leases reach their deadlines, null when never), `reset`, `id` (null when
- * refused). `release()`, `renew()`, and `await using` release it.
+ * leases reach their deadlines, null when never), `reset`, `granted`, `id`
+ * (null when refused, peeked or failed open), `failedOpen`.
+ * `release()`, `renew()`, and `await using` release it.
  */
 class Lease {
   /**
-   * @param {Concurrency} owner @param {string} key @param {number[]} raw
+   * @param {Concurrency} owner @param {string} key @param {number[]} raw @param {number} n
    */
-  constructor(owner, key, raw) {
+  constructor(owner, key, raw, n) {
     /** @private */
     this._owner = owner;
     /** @readonly */
@@ -298,13 +447,19 @@ class Lease {
     this.retryAfter = raw[3] < 0 ? null : raw[3];
     /** @type {number} */
     this.reset = raw[4];
+    /** @type {number} units leased (`n` when allowed, else 0) */
+    this.granted = this.allowed ? n : 0;
+    /** @type {number} */
+    this.binding = 1;
     /** @type {number | null} the lease id, a positive integer (null when refused, or a query or PEEK) */
     this.id = raw[5] > 0 ? raw[5] : null;
+    /** @type {boolean} */
+    this.failedOpen = false;
     /** @type {number[]} */
     this.raw = raw;
   }
 
-  /** Gives the lease back; resolves to the units released (0 if already ended or refused). */
+  /** Gives the lease back; resolves to the units released (0 if already ended, refused or failed open). */
   release() {
     return this.id === null ? Promise.resolve(0) : this._owner.release(this.key, this.id);
   }
@@ -331,7 +486,7 @@ class Concurrency {
    * @param {ConcurrencyOptions} options
    */
   constructor(limits, options) {
-    const { limit, timeout, name } = options ?? /** @type {any} */ ({});
+    const { limit, timeout, name } = limiterOptions("concurrency", options, ["limit", "timeout", "name"]);
     /** @private */
     this._limits = limits;
     /** @readonly */
@@ -344,16 +499,35 @@ class Concurrency {
 
   /**
    * Takes a lease of `n` units (default 1) on `key` for at most `timeout`.
+   * Failing open (the client's `failOpen`), an unreachable server answers
+   * an allowed lease without an id.
    * @param {string} key
    * @param {number} [n]
    * @param {{peek?: boolean}} [options]
    * @returns {Promise<Lease>}
    */
   acquire(key, n = 1, options) {
-    checkKey(key);
+    return this._acquire(checkKey(key), n, options, this._limits.failOpen);
+  }
+
+  /**
+   * @private
+   * @param {string} key @param {number} n @param {{peek?: boolean} | undefined} options @param {boolean} failOpen
+   * @returns {Promise<Lease>}
+   */
+  _acquire(key, n, options, failOpen) {
+    checkOptions(options, "acquire", ["peek"]);
     const args = [String(this.limit), String(this.timeout), String(toInt(n, "n", 0, MAX_COUNT)), "MS"];
     if (options?.peek) args.push("PEEK");
-    return this._limits.run("concurrency", [key], args, (raw) => new Lease(this, key, raw));
+    const leased = this._limits.run("concurrency", [key], args, (raw) => new Lease(this, key, raw, n));
+    if (!failOpen) return leased;
+    return leased.catch((err) => {
+      if (!(err instanceof Unavailable)) throw err;
+      const lease = new Lease(this, key, [0, this.limit, 0, -1, 0, 0], n);
+      lease.failedOpen = true;
+      lease.raw = [];
+      return lease;
+    });
   }
 
   /**
@@ -375,8 +549,19 @@ class Concurrency {
    */
   renew(key, id, timeout) {
     checkKey(key);
+    const lease = String(toInt(id, "lease", 1, Number.MAX_SAFE_INTEGER));
     const ms = timeout === undefined ? this.timeout : toMs(timeout, "timeout", 1, MAX_MS);
-    return this._limits.run("renew", [key], [String(toInt(id, "lease", 1, Number.MAX_SAFE_INTEGER)), String(ms), "MS"], (reply) => reply === 1);
+    return this._limits.run("renew", [key], [lease, String(ms), "MS"], (reply) => reply === 1);
+  }
+
+  /**
+   * One PEEK of one unit on `key` (default `ratelimit:{check}:1`); rejects
+   * with what the server refuses (a limit past ratelimit.concurrency_max_limit).
+   * @param {string} [key]
+   * @returns {Promise<void>}
+   */
+  check(key) {
+    return this._acquire(key === undefined ? "ratelimit:{check}:1" : checkKey(key), 1, { peek: true }, false).then(() => undefined);
   }
 
   /**
@@ -400,4 +585,4 @@ class Concurrency {
   }
 }
 
-module.exports = { Result, Limiter, AllOf, Concurrency, Lease, gcra, tokenBucket, window };
+module.exports = { Result, Limiter, AllOf, Concurrency, Lease, gcra, tokenBucket, window, NAME_WORDS };

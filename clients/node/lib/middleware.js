@@ -1,6 +1,8 @@
 "use strict";
 
 const { AllOf, Limiter } = require("./limiters");
+const { InvalidParameter, Unavailable } = require("./errors");
+const { checkOptions } = require("./duration");
 
 /** @param {Limiter | AllOf} limiter @returns {Limiter[]} */
 const partsOf = (limiter) => (limiter instanceof AllOf ? limiter.limiters : [limiter]);
@@ -46,69 +48,98 @@ function rateLimitHeaders(limiter, result) {
 /**
  * @typedef {object} MiddlewareOptions
  * @property {Limiter | AllOf} limiter what each request takes
- * @property {(req: any) => string} [key] the client's identity (default: `req.ip`, else the socket's address)
+ * @property {(req: any) => string | null | undefined} [key] the client's identity
+ *   (default: `req.ip`, else the socket's address); null or undefined: not limited
  * @property {number | ((req: any) => number)} [cost] units a request takes (default 1)
  * @property {string} [prefix] of every key (default `"ratelimit:"`); a limiter's key is
  *   `${prefix}{${key(req)}}:${limiter.name}`, one hash tag per client
- * @property {boolean} [failOpen] when Redis is down or errors: false (the default) answers
- *   503, true lets the request through without headers
- * @property {(err: unknown, req: any) => void} [onError] told of every such error
- * @property {string} [message] the 429's body (default `"Too Many Requests\n"`)
+ * @property {boolean} [failOpen] when the limiter is unavailable: false answers 503,
+ *   true lets the request through marked `failedOpen`; unset, the client's `failOpen`
+ * @property {(err: unknown, req: any) => void} [onError] told of each Unavailable
+ *   (`req` null for the start-up check)
+ * @property {string} [message] the 429's body (default `"too many requests\n"`)
  */
 
-/** @param {any} req @returns {string} */
+const MIDDLEWARE_OPTIONS = ["limiter", "key", "cost", "prefix", "failOpen", "onError", "message"];
+
+/** @param {any} req @returns {string | undefined} */
 function clientAddress(req) {
-  return req.ip ?? req.socket?.remoteAddress ?? "unknown";
+  return req.ip ?? req.socket?.remoteAddress;
 }
 
 /**
+ * @typedef {((req: any, res: any, next: (err?: unknown) => void) => void) & {ready: Promise<void>}} Middleware
+ */
+
+/**
  * Express middleware (also plain `node:http`: it needs only `setHeader`,
- * `statusCode` and `end`): takes `cost` units for the request's key;
+ * `statusCode` and `end`): takes `cost` units for the request's identity;
  * allowed, it sets the RateLimit headers and calls `next()` (the decision is
  * in `req.rateLimit`); refused, it answers 429 with the headers and
- * `Retry-After`. When Redis fails: 503 (fail closed, the default) or
- * `next()` without headers (`failOpen: true`).
+ * `Retry-After`. When the limiter is unavailable: 503 with `Retry-After: 1`
+ * (fail closed), or `next()` without headers and `req.rateLimit.failedOpen`
+ * true (fail open). A server error (a misconfiguration) goes to `next(err)`.
+ *
+ * At once, it checks its limiters with the server (one PEEK on its keys for
+ * the identity "check"): `middleware.ready` rejects with the ServerError of
+ * a limiter the server refuses (unhandled, that rejection ends the process,
+ * as a failed start should), and resolves when the server takes them or
+ * cannot be reached (told to `onError` and logged). Requests are served
+ * meanwhile.
  * @param {MiddlewareOptions} options
- * @returns {(req: any, res: any, next: (err?: unknown) => void) => void}
+ * @returns {Middleware}
  */
 function rateLimit(options) {
-  const { limiter, key = clientAddress, cost = 1, prefix = "ratelimit:", failOpen = false, onError } = options ?? {};
-  const message = options?.message ?? "Too Many Requests\n";
+  if (options === null || typeof options !== "object") throw new InvalidParameter("rateLimit: options must be an object with a limiter");
+  checkOptions(options, "rateLimit", MIDDLEWARE_OPTIONS);
+  const { limiter, key = clientAddress, cost = 1, prefix = "ratelimit:", failOpen, onError } = options;
+  const message = options.message ?? "too many requests\n";
   if (!(limiter instanceof Limiter) && !(limiter instanceof AllOf)) {
-    throw new TypeError("rateLimit: limiter must be a limiter or an allOf(...) of limiters");
+    throw new InvalidParameter("rateLimit: limiter must be a limiter or an allOf(...) of limiters");
   }
-  if (typeof key !== "function") throw new TypeError("rateLimit: key must be a function of the request");
+  if (typeof key !== "function") throw new InvalidParameter("rateLimit: key must be a function of the request");
   if (typeof cost !== "function" && (!Number.isInteger(cost) || cost < 0)) {
-    throw new TypeError("rateLimit: cost must be a non-negative integer or a function of the request");
+    throw new InvalidParameter("rateLimit: cost must be a non-negative integer or a function of the request");
   }
-  if (typeof prefix !== "string") throw new TypeError("rateLimit: prefix must be a string");
+  if (typeof prefix !== "string") throw new InvalidParameter("rateLimit: prefix must be a string");
+  if (failOpen !== undefined && typeof failOpen !== "boolean") throw new InvalidParameter("rateLimit: failOpen must be true or false");
+  if (onError !== undefined && typeof onError !== "function") throw new InvalidParameter("rateLimit: onError must be a function");
   const parts = partsOf(limiter);
   const names = parts.map((p) => p.name);
   const twice = names.find((n, i) => names.indexOf(n) !== i);
-  if (twice !== undefined) {
-    throw new TypeError(`rateLimit: two limiters are named '${twice}': give each its own name (it names its key and its policy)`);
-  }
+  if (twice !== undefined) throw new InvalidParameter(`two limiters are named '${twice}': give each its own name`);
   const policy = policyHeader(limiter);
-  const all = limiter instanceof AllOf ? limiter : null;
-  const single = /** @type {Limiter} */ (parts[0]);
+  const limits = /** @type {any} */ (limiter)._limits;
 
-  return function rateLimitMiddleware(req, res, next) {
-    let keys, n;
+  /** @type {any} */
+  const middleware = function rateLimitMiddleware(/** @type {any} */ req, /** @type {any} */ res, /** @type {(err?: unknown) => void} */ next) {
+    let id, n;
     try {
-      const id = key(req);
-      keys = names.map((name) => `${prefix}{${id}}:${name}`);
+      id = key(req);
       n = typeof cost === "function" ? cost(req) : cost;
     } catch (err) {
       next(err);
       return;
     }
-    const decided = all ? all.take(keys, n) : single.take(keys[0], n);
+    if (id === undefined || id === null) {
+      next(); // no identity: not limited
+      return;
+    }
+    const keys = names.map((name) => `${prefix}{${id}}:${name}`);
+    const open = failOpen ?? limits.failOpen;
+    let decided;
+    try {
+      decided = limiter._take(keys, n, undefined, false);
+    } catch (err) {
+      next(err);
+      return;
+    }
     decided.then(
       (result) => {
-        const binding = parts[result.binding - 1] ?? single;
+        req.rateLimit = result;
+        const binding = parts[result.binding - 1] ?? parts[0];
         res.setHeader("RateLimit-Policy", policy);
         res.setHeader("RateLimit", `"${binding.name}";r=${result.remaining};t=${seconds(result.reset)}`);
-        req.rateLimit = result;
         if (result.allowed) {
           next();
           return;
@@ -119,17 +150,32 @@ function rateLimit(options) {
         res.end(message);
       },
       (err) => {
+        if (!(err instanceof Unavailable)) {
+          next(err); // a misconfiguration: never failed open
+          return;
+        }
         if (onError) onError(err, req);
-        if (failOpen) {
+        if (open) {
+          req.rateLimit = limiter._failedOpen(n);
           next();
           return;
         }
         res.statusCode = 503;
+        res.setHeader("Retry-After", "1");
         res.setHeader("Content-Type", "text/plain; charset=utf-8");
-        res.end("Service Unavailable: the rate limiter cannot decide\n");
+        res.end("rate limiter unavailable\n");
       },
     );
   };
+  middleware.ready = limiter._check(names.map((name) => `${prefix}{check}:${name}`)).then(
+    () => undefined,
+    (err) => {
+      if (!(err instanceof Unavailable)) throw err;
+      console.warn(`rateLimit: the start-up check of ${names.map((n) => `'${n}'`).join(", ")} could not reach Redis (${err.message}); serving, the failure policy applies`);
+      if (onError) onError(err, null);
+    },
+  );
+  return /** @type {Middleware} */ (middleware);
 }
 
 module.exports = { rateLimit, rateLimitHeaders, policyHeader };

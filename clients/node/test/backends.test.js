@@ -78,9 +78,9 @@ for (const backend of BACKENDS) {
             assert.match(cli(server.port, "FUNCTION", "LIST", "LIBRARYNAME", "ratelimit"), /ratelimit/);
           }
           // Found once per client: another RateLimits over it asks nothing.
-          const asked = cli(server.port, "INFO", "commandstats").match(/cmdstat_(command(\|info)?|fcall):calls=\d+/g);
+          const asked = cli(server.port, "INFO", "commandstats").match(/cmdstat_(rl\.gcra|fcall|function\|load):calls=\d+/g);
           assert.equal(await new RateLimits(conn.client).backend(), backend.expected);
-          assert.deepEqual(cli(server.port, "INFO", "commandstats").match(/cmdstat_(command(\|info)?|fcall):calls=\d+/g), asked);
+          assert.deepEqual(cli(server.port, "INFO", "commandstats").match(/cmdstat_(rl\.gcra|fcall|function\|load):calls=\d+/g), asked);
         });
 
         rateLimitSuite(

@@ -1,50 +1,69 @@
 "use strict";
 
-// The Redis clients under test, each connected to a port: ioredis, node-redis
-// 5 and node-redis 4 (installed as the alias redis4), standalone and Cluster.
+// The Redis clients under test, each connected to a port: ioredis 6 and 5,
+// node-redis 6, 5 and 4 (the older majors installed under aliases),
+// standalone and Cluster. node-redis clients name a short reconnect delay,
+// as RateLimits requires of them (README: "Redis clients").
 
 const Redis = require("ioredis");
-const redis5 = require("redis");
+const Redis5 = require("ioredis5");
+const redis6 = require("redis");
+const redis5 = require("redis5");
 const redis4 = require("redis4");
 
 const HOST = "127.0.0.1";
+const RECONNECT = () => 20;
 
-/** @type {Record<string, (port: number) => Promise<{client: any, close: () => Promise<unknown>}>>} */
-const CLIENTS = {
-  ioredis: async (port) => {
-    const client = new Redis({ host: HOST, port });
-    await client.ping();
-    return { client, close: () => client.quit() };
-  },
-  "node-redis 5": async (port) => {
-    const client = redis5.createClient({ socket: { host: HOST, port } });
-    await client.connect();
-    return { client, close: () => client.quit() };
-  },
-  "node-redis 4": async (port) => {
-    const client = redis4.createClient({ socket: { host: HOST, port } });
-    await client.connect();
-    return { client, close: () => client.quit() };
-  },
+/** @typedef {{client: any, close: () => Promise<unknown>}} Connection */
+
+/** @param {any} lib @returns {(port: number) => Promise<Connection>} */
+const ioredis = (lib) => async (port) => {
+  const client = new lib({ host: HOST, port });
+  client.on("error", () => {}); // each failure reaches the call that met it
+  await client.ping();
+  return { client, close: async () => client.disconnect() };
 };
 
-/** @type {Record<string, (port: number) => Promise<{client: any, close: () => Promise<unknown>}>>} */
+/** @param {any} lib @returns {(port: number) => Promise<Connection>} */
+const nodeRedis = (lib) => async (port) => {
+  const client = lib.createClient({ socket: { host: HOST, port, reconnectStrategy: RECONNECT } });
+  client.on("error", () => {});
+  await client.connect();
+  return { client, close: async () => (client.destroy ? client.destroy() : client.disconnect()) };
+};
+
+/** The current majors: every test runs with them. @type {Record<string, (port: number) => Promise<Connection>>} */
+const CURRENT = {
+  "ioredis 6": ioredis(Redis),
+  "node-redis 6": nodeRedis(redis6),
+};
+
+/** Every major the package supports. @type {Record<string, (port: number) => Promise<Connection>>} */
+const CLIENTS = {
+  ...CURRENT,
+  "ioredis 5": ioredis(Redis5),
+  "node-redis 5": nodeRedis(redis5),
+  "node-redis 4": nodeRedis(redis4),
+};
+
+/** @param {any} lib @returns {(port: number) => Promise<Connection>} */
+const nodeRedisCluster = (lib) => async (port) => {
+  const client = lib.createCluster({ rootNodes: [{ url: `redis://${HOST}:${port}` }] });
+  client.on("error", () => {});
+  await client.connect();
+  return { client, close: async () => (client.destroy ? client.destroy() : client.disconnect()) };
+};
+
+/** @type {Record<string, (port: number) => Promise<Connection>>} */
 const CLUSTER_CLIENTS = {
-  "ioredis Cluster": async (port) => {
+  "ioredis 6 Cluster": async (port) => {
     const client = new Redis.Cluster([{ host: HOST, port }]);
     await client.ping();
     return { client, close: () => client.quit() };
   },
-  "node-redis 5 cluster": async (port) => {
-    const client = redis5.createCluster({ rootNodes: [{ url: `redis://${HOST}:${port}` }] });
-    await client.connect();
-    return { client, close: () => client.quit() };
-  },
-  "node-redis 4 cluster": async (port) => {
-    const client = redis4.createCluster({ rootNodes: [{ url: `redis://${HOST}:${port}` }] });
-    await client.connect();
-    return { client, close: () => client.quit() };
-  },
+  "node-redis 6 cluster": nodeRedisCluster(redis6),
+  "node-redis 5 cluster": nodeRedisCluster(redis5),
+  "node-redis 4 cluster": nodeRedisCluster(redis4),
 };
 
-module.exports = { CLIENTS, CLUSTER_CLIENTS };
+module.exports = { CLIENTS, CURRENT, CLUSTER_CLIENTS, RECONNECT };

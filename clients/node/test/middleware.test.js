@@ -81,7 +81,7 @@ describe("Express middleware", () => {
       assert.deepEqual(await get(url, client), {
         status: 429,
         headers: { "RateLimit-Policy": policy, RateLimit: '"hourly";r=0;t=3600', "Retry-After": "3600" },
-        body: "Too Many Requests\n",
+        body: "too many requests\n",
       });
       // Another client has its own keys.
       assert.equal((await get(url, { "X-Client-Id": `other-${process.pid}` })).status, 200);
@@ -158,7 +158,7 @@ describe("Express middleware", () => {
     try {
       assert.equal((await get(a.url)).status, 200);
       await gone.stop();
-      assert.deepEqual(await get(a.url), { status: 503, headers: {}, body: "Service Unavailable: the rate limiter cannot decide\n" });
+      assert.deepEqual(await get(a.url), { status: 503, headers: { "Retry-After": "1" }, body: "rate limiter unavailable\n" });
       assert.equal(closed.served.count, 1);
       assert.equal(closed.served.errors.length, 1);
       assert.deepEqual(await get(b.url), { status: 200, headers: {}, body: "ok\n" });
@@ -193,17 +193,28 @@ describe("Express middleware", () => {
     }
   });
 
-  it("an error reply (the key holds a list): fail closed or open", async () => {
+  it("a server error (the key holds a list) is the app's error, failing open or not", async () => {
     await redis.rpush(`ratelimit:{fail-${process.pid}}:gcra`, "x");
     const closed = appWith(limits);
     const open = appWith(limits, { failOpen: true });
+    /** @type {unknown[]} */
+    const raised = [];
+    for (const { app } of [closed, open]) {
+      app.use((/** @type {any} */ err, /** @type {any} */ _req, /** @type {any} */ res, /** @type {any} */ _next) => {
+        raised.push(err);
+        res.status(500).end();
+      });
+    }
     const a = await serve(closed.app);
     const b = await serve(open.app);
     try {
-      assert.equal((await get(a.url)).status, 503);
-      assert.match(String(closed.served.errors[0]), /WRONGTYPE/);
-      assert.equal((await get(b.url)).status, 200);
-      assert.deepEqual([closed.served.count, open.served.count], [0, 1]);
+      assert.equal((await get(a.url)).status, 500);
+      assert.equal((await get(b.url)).status, 500);
+      assert.deepEqual(
+        raised.map((e) => [/** @type {any} */ (e).name, /** @type {any} */ (e).message]),
+        Array(2).fill(["ServerError", "WRONGTYPE Operation against a key holding the wrong kind of value"]),
+      );
+      assert.deepEqual([closed.served.count, open.served.count, closed.served.errors.length], [0, 0, 0]);
     } finally {
       await a.close();
       await b.close();
