@@ -30,7 +30,7 @@ function freePort() {
   });
 }
 
-/** Sends one inline command, resolves to the raw RESP answer. */
+/** Sends PING; resolves to whether the server answered PONG within 500 ms. @param {number} port @returns {Promise<boolean>} */
 function ping(port) {
   return new Promise((resolve) => {
     const socket = net.connect(port, "127.0.0.1");
@@ -50,11 +50,11 @@ function ping(port) {
 
 /**
  * Starts a server. `module`: load the module; `args`: more arguments;
- * `bin`: which server.
- * @param {{module?: boolean, args?: string[], bin?: string}} [options]
+ * `bin`: which server; `port`: this port (a restart), else a free one.
+ * @param {{module?: boolean, args?: string[], bin?: string, port?: number}} [options]
  */
 async function startServer(options = {}) {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rl-node-"));
   const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir];
   if (options.module) {
@@ -77,6 +77,8 @@ async function startServer(options = {}) {
   return {
     port,
     host: "127.0.0.1",
+    /** the server's process (the fault tests freeze and kill it) */
+    pid: /** @type {number} */ (child.pid),
     /** Stops the server and removes its directory. */
     async stop() {
       process.removeListener("exit", kill);
@@ -132,4 +134,4 @@ function cli(port, ...args) {
   return execFileSync("redis-cli", ["-p", String(port), ...args]).toString();
 }
 
-module.exports = { startServer, startCluster, cli, MODULE, REDIS, REDIS6, ROOT };
+module.exports = { startServer, startCluster, cli, ping, freePort, MODULE, REDIS, REDIS6, ROOT };
