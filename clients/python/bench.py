@@ -5,6 +5,10 @@ one call at a time (pipeline 1), in the same run.
 
     python clients/python/bench.py [--calls 20000] [--rounds 5]
 
+Then a flood: one identity against a limit of 100 a minute, without and
+with the local memory of refusals (``local_refusals``), counting the
+server's calls.
+
 Starts its own servers on free loopback ports: Redis 7 (``redis-server`` on
 PATH, or RL_REDIS7) with the module (RL_MODULE, default
 target/release/libredis_ratelimit.so), and one without it for the functions
@@ -30,6 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from redis_ratelimit_client import AsyncRateLimits, RateLimits
 from redis_ratelimit_client._backend import source
+from redis_ratelimit_client._io_async import AsyncDriver
+from redis_ratelimit_client._io_sync import SyncDriver
 from tests.servers import Server, module, redis7
 
 # Always allowed, so that both sides do the same work on every call.
@@ -86,35 +92,48 @@ def async_pair(
     return blocking(raw), blocking(through_client)
 
 
-class Stub:
-    """A connection that answers at once: what remains is the client's own cost."""
-
-    reply = (0, RATE, RATE - 1, -1, 1)
-
-    def execute_command(self, *args: object) -> tuple[int, ...]:
-        return self.reply
+REPLY = [0, RATE, RATE - 1, -1, 1]
 
 
-class AsyncStub(Stub):
-    async def execute_command(self, *args: object) -> tuple[int, ...]:  # type: ignore[override]
-        return self.reply
+class InstantDriver(SyncDriver):
+    """The sync driver, its sends answered at once."""
+
+    __slots__ = ()
+
+    def _send(self, step: object, deadline: float) -> list[int]:
+        return REPLY
 
 
-ARGS = ("RL.GCRA", "bench:raw", RATE - 1, RATE, PER_MS, 1, "MS")
+class AsyncInstantDriver(AsyncDriver):
+    __slots__ = ()
+
+    async def _send(self, step: object, deadline: float) -> list[int]:
+        return REPLY
+
+
+async def answer(step: object, deadline: float) -> list[int]:
+    return REPLY
 
 
 def client_cost(calls: int, rounds: int, loop: asyncio.AbstractEventLoop) -> tuple[float, float]:
     """Microseconds the client adds to a call over a connection that costs
-    nothing, sync and async (the medians of the rounds)."""
-    stub, async_stub = Stub(), AsyncStub()
-    api = RateLimits(stub, backend="module").gcra(rate=RATE, per=PER_MS / 1000, burst=RATE)  # type: ignore[arg-type]
-    async_api = AsyncRateLimits(async_stub, backend="module").gcra(  # type: ignore[arg-type]
-        rate=RATE, per=PER_MS / 1000, burst=RATE
-    )
+    nothing, sync and async (the medians of the rounds): the drivers' send
+    answers at once, so what remains is the arguments, the steps, the
+    deadline and the Decision."""
+    limits = RateLimits(redis.Redis(port=1), backend="module")
+    api = limits.gcra(rate=RATE, per=PER_MS / 1000, burst=RATE)
+    limits._driver.__class__ = InstantDriver
+    async_limits = AsyncRateLimits(redis.asyncio.Redis(port=1), backend="module")
+    async_api = async_limits.gcra(rate=RATE, per=PER_MS / 1000, burst=RATE)
+    async_limits._driver.__class__ = AsyncInstantDriver
+
+    def raw() -> None:
+        for _ in range(calls):
+            list(REPLY)
 
     async def async_raw() -> None:
         for _ in range(calls):
-            await async_stub.execute_command(*ARGS)
+            await answer(None, 0.0)
 
     async def async_client() -> None:
         for _ in range(calls):
@@ -123,8 +142,7 @@ def client_cost(calls: int, rounds: int, loop: asyncio.AbstractEventLoop) -> tup
     sync_costs, async_costs = [], []
     for _ in range(rounds):
         start = time.perf_counter()
-        for _ in range(calls):
-            stub.execute_command(*ARGS)
+        raw()
         middle = time.perf_counter()
         for _ in range(calls):
             api.take("bench:client")
@@ -135,6 +153,34 @@ def client_cost(calls: int, rounds: int, loop: asyncio.AbstractEventLoop) -> tup
         loop.run_until_complete(async_client())
         async_costs.append((time.perf_counter() - 2 * middle + start) / calls * 1e6)
     return statistics.median(sync_costs), statistics.median(async_costs)
+
+
+def server_calls(client: redis.Redis, command: str) -> int:
+    stats = client.info("commandstats").get(f"cmdstat_{command}", {})
+    return int(stats.get("calls", 0))
+
+
+def flood(port: int, seconds: float) -> None:
+    """One identity floods a limit of 100 a minute (bursts of 100) for
+    ``seconds``, one call at a time, without and with the local memory of
+    refusals: the requests answered, the allowed ones, and the server's
+    calls (INFO commandstats)."""
+    admin = redis.Redis(port=port)
+    print(f"| local_refusals | requests in {seconds:g} s | allowed | server calls | server calls per request |")
+    print("|---|---|---|---|---|")
+    for local_refusals in (0, 1000):
+        admin.flushall()
+        admin.config_resetstat()
+        limits = RateLimits(redis.Redis(port=port), backend="module", local_refusals=local_refusals)
+        api = limits.gcra(rate=100, per=60, burst=100)
+        requests = allowed = 0
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            allowed += api.take("flood:203.0.113.7").allowed
+            requests += 1
+        limits.close()
+        sent = server_calls(admin, "rl.gcra")
+        print(f"| {local_refusals} | {requests:,} | {allowed} | {sent:,} | {sent / requests:.4f} |", flush=True)
 
 
 def measure(name: str, raw: Callable[[int], None], client: Callable[[int], None], calls: int, rounds: int) -> None:
@@ -170,6 +216,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=20000, help="calls per run (default 20000)")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
+    parser.add_argument("--flood", type=float, default=2.0, help="seconds of each flood (default 2)")
     options = parser.parse_args()
     with_module = Server(redis7(), "--loadmodule", module())
     functions = Server(redis7())
@@ -191,6 +238,8 @@ def main() -> None:
             f"The client's own cost, over a connection that answers at once: {sync_cost:.2f} us a call (sync), "
             f"{async_cost:.2f} us (async)"
         )
+        print()
+        flood(with_module.port, options.flood)
     finally:
         loop.close()
         with_module.stop()

@@ -182,19 +182,23 @@ def test_requests_that_start_together_search_once(servers: Servers) -> None:
     from redis_ratelimit_client import AsyncRateLimits, RateLimits
 
     server = fresh(servers, "functions")
-    api = RateLimits(redis.Redis(port=server.port)).gcra(rate=1, per=3600, burst=100)
+    sync_limits = RateLimits(redis.Redis(port=server.port))
+    api = sync_limits.gcra(rate=1, per=3600, burst=100)
     with ThreadPoolExecutor(20) as pool:
         assert sorted(pool.map(lambda _: api.take("sync").remaining, range(20))) == list(range(80, 100))
+    sync_limits.close()
     assert calls(server, "function|load") == 1
     assert calls(server, "fcall") == 21  # one rl_version, twenty rl_gcra
 
     async def together() -> list[int]:
         client = redis.asyncio.Redis(port=server.port)
+        async_limits = AsyncRateLimits(client)
         try:
-            async_api = AsyncRateLimits(client).gcra(rate=1, per=3600, burst=100)
+            async_api = async_limits.gcra(rate=1, per=3600, burst=100)
             decisions = await asyncio.gather(*(async_api.take("async") for _ in range(20)))
             return sorted(d.remaining for d in decisions)
         finally:
+            await async_limits.aclose()
             await client.aclose()
 
     server.client().execute_command("FUNCTION", "FLUSH")
