@@ -1,12 +1,18 @@
 #!/usr/bin/env node
 // The client's cost: calls per second through RateLimits (a GCRA take) against
 // the same command sent raw on the same connection, one call in flight at a
-// time (pipeline 1), for ioredis (`call`) and node-redis 5 (`sendCommand`).
+// time (pipeline 1), for ioredis (`call`) and node-redis 6 (`sendCommand`).
 // Slices of calls alternate raw and client (in turn first), so that each
 // pair sees the same load on a shared machine; the figures are the medians
 // of the slices' rates and of the pairs' ratios.
 //
 //   node bench/bench.js [calls per slice, default 2000] [pairs, default 41]
+//   node bench/bench.js --flood      only the flood below
+//
+// Then a flood from one identity: 10,000 requests through the Express
+// middleware's limiter (GCRA, 100 per minute), 50 at a time, with and
+// without the local memory of refusals (localRefusals), and the server's
+// calls counted by INFO commandstats.
 //
 // Starts its own Redis with the module (RL_MODULE, REDIS_SERVER as for the
 // tests), or the functions backend with BACKEND=functions (no module: the
@@ -18,8 +24,11 @@ const { createClient } = require("redis");
 const { RateLimits } = require("../lib");
 const { startServer } = require("../test/servers");
 
-const SLICE = Number(process.argv[2] || 2000);
-const PAIRS = Number(process.argv[3] || 41);
+const FLOOD_ONLY = process.argv.includes("--flood");
+const numbers = process.argv.slice(2).filter((a) => !a.startsWith("--"));
+const SLICE = Number(numbers[0] || 2000);
+const PAIRS = Number(numbers[1] || 41);
+const FLOOD = 10000;
 const BACKEND = process.env.BACKEND || "module";
 
 /** Calls per second of SLICE calls of `call`, one after the other. */
@@ -56,8 +65,61 @@ async function compare(name, raw, client) {
   console.log(`| ${name} | ${fmt(median(raws))} | ${fmt(median(clients))} | ${(median(ratios) * 100).toFixed(1)}% |`);
 }
 
+/** The server's calls of `command` so far (INFO commandstats). */
+async function serverCalls(io, command) {
+  const m = new RegExp(`cmdstat_${command.replace(".", "\\.")}:calls=(\\d+)`).exec(await io.info("commandstats"));
+  return m ? Number(m[1]) : 0;
+}
+
+/**
+ * FLOOD requests from one identity, 50 in flight, through a limiter that
+ * allows 100 per minute; resolves to the server's calls, the requests
+ * allowed, and the time taken.
+ */
+async function flood(io, localRefusals, key) {
+  const limits = new RateLimits(io, { localRefusals });
+  const perMinute = limits.gcra({ rate: 100, per: "1m", name: "api" });
+  const command = (await limits.backend()) === "module" ? "rl.gcra" : "fcall";
+  const before = await serverCalls(io, command);
+  let allowed = 0;
+  const start = performance.now();
+  for (let sent = 0; sent < FLOOD; sent += 50) {
+    const batch = await Promise.all(Array.from({ length: 50 }, () => perMinute.take(key)));
+    allowed += batch.filter((r) => r.allowed).length;
+  }
+  const ms = performance.now() - start;
+  return { calls: (await serverCalls(io, command)) - before, allowed, ms };
+}
+
+async function floods(port) {
+  const io = new Redis({ host: "127.0.0.1", port });
+  try {
+    const off = await flood(io, 0, "bench:flood:off");
+    const on = await flood(io, 10000, "bench:flood:on");
+    console.log("");
+    console.log(`A flood from one identity: ${FLOOD.toLocaleString("en-US")} requests, 50 in flight, GCRA 100 per minute (backend: ${BACKEND})`);
+    console.log("");
+    console.log("| localRefusals | server calls | allowed | time |");
+    console.log("|---|---:|---:|---:|");
+    console.log(`| 0 (off) | ${fmt(off.calls)} | ${off.allowed} | ${Math.round(off.ms)} ms |`);
+    console.log(`| 10000 | ${fmt(on.calls)} | ${on.allowed} | ${Math.round(on.ms)} ms |`);
+    console.log("");
+    console.log(`${(100 * (1 - on.calls / off.calls)).toFixed(1)}% fewer server calls with the memory on`);
+  } finally {
+    io.disconnect();
+  }
+}
+
 async function main() {
   const server = await startServer({ module: BACKEND === "module" });
+  if (FLOOD_ONLY) {
+    try {
+      await floods(server.port);
+    } finally {
+      await server.stop();
+    }
+    return;
+  }
   // Always allowed: a million per second, a burst of a million.
   const params = ["999999", "1000000", "1000", "1", "MS"];
   const key = "bench:gcra";
@@ -71,14 +133,14 @@ async function main() {
     const io = new Redis({ host: "127.0.0.1", port: server.port });
     const ioLimiter = new RateLimits(io).gcra({ rate: 1000000, per: "1s", burst: 1000000 });
     await ioLimiter.take(key); // finds the backend (and loads the library when asked)
-    await compare("ioredis 5 (`call`)", () => io.call(raw[0], ...raw.slice(1)), () => ioLimiter.take(key));
+    await compare("ioredis 6 (`call`)", () => io.call(raw[0], ...raw.slice(1)), () => ioLimiter.take(key));
     io.disconnect();
 
-    const nr = createClient({ socket: { host: "127.0.0.1", port: server.port } });
+    const nr = createClient({ socket: { host: "127.0.0.1", port: server.port, reconnectStrategy: () => 20 } });
     await nr.connect();
     const nrLimiter = new RateLimits(nr).gcra({ rate: 1000000, per: "1s", burst: 1000000 });
     await nrLimiter.take(key);
-    await compare("node-redis 5 (`sendCommand`)", () => nr.sendCommand(raw), () => nrLimiter.take(key));
+    await compare("node-redis 6 (`sendCommand`)", () => nr.sendCommand(raw), () => nrLimiter.take(key));
     await nr.quit();
 
     // The client's own work per call, without the network: an adapter that
@@ -95,6 +157,7 @@ async function main() {
     const own = (performance.now() - start) / n;
     console.log("");
     console.log(`The client's own work: ${((own - bare) * 1e6).toFixed(0)} ns per take (${(own * 1e6).toFixed(0)} ns against ${(bare * 1e6).toFixed(0)} ns for an awaited promise alone)`);
+    await floods(server.port);
   } finally {
     await server.stop();
   }
