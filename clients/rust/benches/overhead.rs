@@ -15,77 +15,33 @@
 //! (`RL_SERVER_BIN`) with the module cargo built beside this benchmark
 //! (`RL_MODULE` to name another), and one without it (the functions
 //! library, loaded by the client).
+//!
+//! Then a flood: one identity calls one limit (10 a second) as fast as it
+//! can for `RL_BENCH_FLOOD_MS` (default 2000) through the blocking client,
+//! without and with the local memory of refusals (`local_refusals`), and
+//! the server's calls are counted (`INFO commandstats`): with the memory,
+//! a refusal is answered in-process until its `retry_after`.
 
 use std::future::Future;
-use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use redis_ratelimit_client::{aio, Limit, RateLimits};
 
-struct Server(Child, u16);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn module_path() -> PathBuf {
-    if let Ok(p) = std::env::var("RL_MODULE") {
-        return PathBuf::from(p);
-    }
-    let exe = std::env::current_exe().expect("the benchmark's path");
-    exe.parent()
-        .expect("target/release/deps")
-        .join("libredis_ratelimit.so")
-}
+// The tests' harness: servers on free loopback ports.
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::{calls as server_calls, Kind, Server};
 
 fn start(with_module: bool) -> Server {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = std::env::temp_dir().join(format!("rl-client-bench-{}-{port}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut args = vec![
-        "--port".to_string(),
-        port.to_string(),
-        "--bind".into(),
-        "127.0.0.1".into(),
-        "--save".into(),
-        "".into(),
-        "--dir".into(),
-        dir.to_string_lossy().into_owned(),
-    ];
-    if with_module {
-        args.push("--loadmodule".into());
-        args.push(module_path().to_string_lossy().into_owned());
-    }
-    let bin = std::env::var("RL_SERVER_BIN").unwrap_or_else(|_| "redis-server".to_string());
-    let child = Command::new(bin)
-        .args(&args)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("redis-server");
-    let server = Server(child, port);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Ok(mut c) = client(&server).get_connection() {
-            if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                return server;
-            }
-        }
-        assert!(Instant::now() < deadline, "the server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    Server::start(if with_module {
+        Kind::Module
+    } else {
+        Kind::Functions
+    })
 }
 
 fn client(server: &Server) -> redis::Client {
-    redis::Client::open(format!("redis://127.0.0.1:{}/", server.1)).unwrap()
+    server.redis()
 }
 
 fn env(name: &str, default: usize) -> usize {
@@ -174,7 +130,7 @@ fn blocking(name: &str, with_module: bool, calls: usize, rounds: usize) {
     let server = start(with_module);
     let keys = keys();
     let limit = Limit::gcra_with_burst(1000, Duration::from_secs(1), 1_000_000).unwrap();
-    let limits = RateLimits::new(client(&server).get_connection().unwrap());
+    let limits = RateLimits::new(client(&server));
     let limiter = limits.limiter(limit);
     let backend = limits.backend().unwrap();
     let mut raw_con = client(&server).get_connection().unwrap();
@@ -207,13 +163,17 @@ fn blocking(name: &str, with_module: bool, calls: usize, rounds: usize) {
     report(&format!("{name} ({backend:?})"), raws, clients);
 }
 
-async fn non_blocking(calls: usize, rounds: usize) {
-    let server = start(true);
+async fn non_blocking<C: redis_ratelimit_client::AsyncConnector>(
+    name: &str,
+    server: &Server,
+    limits: aio::RateLimits<C>,
+    calls: usize,
+    rounds: usize,
+) {
     let keys = keys();
     let limit = Limit::gcra_with_burst(1000, Duration::from_secs(1), 1_000_000).unwrap();
-    let limits = aio::RateLimits::new(client(&server).get_multiplexed_async_connection().await.unwrap());
     let limiter = limits.limiter(limit);
-    let raw_con = client(&server).get_multiplexed_async_connection().await.unwrap();
+    let raw_con = client(server).get_multiplexed_async_connection().await.unwrap();
     let raw = |key: &str| {
         let mut con = raw_con.clone();
         let mut cmd = redis::cmd("RL.GCRA");
@@ -241,7 +201,50 @@ async fn non_blocking(calls: usize, rounds: usize) {
         raws.push(r);
         clients.push(c);
     }
-    report("async, MultiplexedConnection (Module)", raws, clients);
+    report(&format!("async, {name} (Module)"), raws, clients);
+}
+
+/// One identity floods one limit for `length`: (calls made, allowed,
+/// calls the server ran).
+fn flood(server: &Server, remembered: u64, key: &str, length: Duration) -> (u64, u64, u64) {
+    let limits = RateLimits::new(client(server))
+        .local_refusals(remembered)
+        .unwrap();
+    let api = limits.limiter(Limit::gcra(10, Duration::from_secs(1)).unwrap());
+    let mut admin = server.client();
+    let before = server_calls(&mut admin, "rl.gcra");
+    let (mut made, mut allowed) = (0, 0);
+    let start = Instant::now();
+    while start.elapsed() < length {
+        made += 1;
+        allowed += u64::from(api.take(key).unwrap().allowed);
+    }
+    (made, allowed, server_calls(&mut admin, "rl.gcra") - before)
+}
+
+fn floods(length: Duration) {
+    let server = start(true);
+    println!();
+    println!(
+        "A flood from one identity, {} ms each, one limit of 10 a second (GCRA), blocking client:",
+        length.as_millis()
+    );
+    println!();
+    println!("| local_refusals | calls made | allowed | server calls | server calls per 1,000 made |");
+    println!("|---|---:|---:|---:|---:|");
+    let mut per_thousand = Vec::new();
+    for (remembered, key) in [(0, "flood:off"), (1000, "flood:on")] {
+        let (made, allowed, ran) = flood(&server, remembered, key, length);
+        let rate = ran as f64 * 1000.0 / made as f64;
+        per_thousand.push(rate);
+        println!("| {remembered} | {made} | {allowed} | {ran} | {rate:.2} |");
+    }
+    let fewer = 1.0 - per_thousand[1] / per_thousand[0];
+    println!();
+    println!(
+        "with the memory: {:.3}% fewer server calls per request",
+        fewer * 100.0
+    );
 }
 
 fn main() {
@@ -253,11 +256,24 @@ fn main() {
     println!();
     println!("| connection (backend) | raw calls/s | client calls/s | client / raw |");
     println!("|---|---:|---:|---:|");
-    blocking("blocking, Connection", true, calls, rounds);
-    blocking("blocking, Connection", false, calls, rounds);
-    tokio::runtime::Builder::new_current_thread()
+    blocking("blocking, redis::Client", true, calls, rounds);
+    blocking("blocking, redis::Client", false, calls, rounds);
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .unwrap()
-        .block_on(non_blocking(calls, rounds));
+        .unwrap();
+    runtime.block_on(async {
+        let server = start(true);
+        let own = aio::RateLimits::new(client(&server));
+        non_blocking("redis::Client", &server, own, calls, rounds).await;
+        let multiplexed = client(&server).get_multiplexed_async_connection().await.unwrap();
+        let multiplexed = aio::RateLimits::new(multiplexed);
+        non_blocking("MultiplexedConnection", &server, multiplexed, calls, rounds).await;
+    });
+    let flood_ms = if quick {
+        100
+    } else {
+        env("RL_BENCH_FLOOD_MS", 2000)
+    };
+    floods(Duration::from_millis(flood_ms as u64));
 }

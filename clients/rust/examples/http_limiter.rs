@@ -33,7 +33,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use redis::aio::MultiplexedConnection;
 use redis_ratelimit_client::aio::{AllOf, RateLimits};
 use redis_ratelimit_client::layer::RateLimitLayer;
 use redis_ratelimit_client::{headers, Limit, Take};
@@ -71,7 +70,7 @@ fn denied(decision: &redis_ratelimit_client::Decision) -> Response {
 /// slots: on a Redis Cluster, make two calls, one per key, each with
 /// BLOCK.)
 async fn login(
-    State(failures): State<AllOf<MultiplexedConnection>>,
+    State(failures): State<AllOf<redis::Client>>,
     Query(query): Query<HashMap<String, String>>,
     request: HeaderMap,
 ) -> Response {
@@ -128,7 +127,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let host = std::env::var("REDIS_HOST").unwrap_or_else(|_| "127.0.0.1".into());
     let port = std::env::var("REDIS_PORT").unwrap_or_else(|_| "6379".into());
     let client = redis::Client::open(format!("redis://{host}:{port}/"))?;
-    let limits = RateLimits::new(client.get_multiplexed_async_connection().await?);
+    let limits = RateLimits::new(client);
 
     // The API: keys `ratelimit:{<client id>}:burst` and `...:hourly`, one
     // hash tag per client, so its two limiters share a Cluster slot.
@@ -136,14 +135,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         limits.clone(),
         "burst",
         Limit::gcra_with_burst(1, Duration::from_secs(10), 3)?,
-    )
-    .and("hourly", Limit::sliding_log(3, Duration::from_secs(3600))?)
+    )?
+    .and("hourly", Limit::sliding_log(3, Duration::from_secs(3600))?)?
     .key(|request| {
         let id = request.headers.get("x-client-id").and_then(|v| v.to_str().ok());
         Some(id.unwrap_or("anonymous").to_string())
     })
     // The work was not done, so the client does not pay for it.
     .refund_when(|status| status.is_server_error());
+    // Before serving: the server accepts these limits (axum has no start
+    // hook to do it for us).
+    api.check().await?;
     let failures = limits.all_of([
         Limit::sliding_log(5, Duration::from_secs(900))?,
         Limit::sliding_log(5, Duration::from_secs(900))?,

@@ -31,10 +31,10 @@ fn units(n: u64) -> String {
     }
 }
 
-type Tenant = redis_ratelimit_client::Concurrency<redis::Connection>;
+type Tenant = redis_ratelimit_client::Concurrency<redis::Client>;
 
 /// The lease for this job, or `None` when the tenant is at its limit.
-fn take(tenant: &Tenant, job: u32) -> Result<Option<Lease<redis::Connection>>, Box<dyn std::error::Error>> {
+fn take(tenant: &Tenant, job: u32) -> Result<Option<Lease<redis::Client>>, Box<dyn std::error::Error>> {
     match tenant.acquire(KEY)? {
         Acquisition::Granted(lease) => {
             println!(
@@ -59,10 +59,10 @@ fn take(tenant: &Tenant, job: u32) -> Result<Option<Lease<redis::Connection>>, B
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let host = std::env::var("REDIS_HOST").unwrap_or_else(|_| "127.0.0.1".into());
     let port = std::env::var("REDIS_PORT").unwrap_or_else(|_| "6379".into());
-    let mut con = redis::Client::open(format!("redis://{host}:{port}/"))?.get_connection()?;
+    let client = redis::Client::open(format!("redis://{host}:{port}/"))?;
     // A fresh key: nothing left from an earlier run.
-    redis::cmd("DEL").arg(KEY).exec(&mut con)?;
-    let limits = RateLimits::new(con);
+    redis::cmd("DEL").arg(KEY).exec(&mut client.get_connection()?)?;
+    let limits = RateLimits::new(client);
     let tenant = limits.concurrency(ConcurrencyLimit::new(2, TIMEOUT)?);
     let crashing = limits.concurrency(ConcurrencyLimit::new(2, CRASH_TIMEOUT)?);
 

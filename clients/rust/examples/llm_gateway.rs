@@ -40,9 +40,9 @@ const TOKENS: &str = "llm:{acme-rust}:tokens";
 
 struct Gateway {
     /// 60 at once, then one a second: 60 per minute.
-    requests: Limiter<redis::Connection>,
+    requests: Limiter<redis::Client>,
     /// 1200 tokens, refilled over an hour.
-    tokens: Limiter<redis::Connection>,
+    tokens: Limiter<redis::Client>,
 }
 
 impl Gateway {
@@ -105,10 +105,13 @@ impl Gateway {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let host = std::env::var("REDIS_HOST").unwrap_or_else(|_| "127.0.0.1".into());
     let port = std::env::var("REDIS_PORT").unwrap_or_else(|_| "6379".into());
-    let mut con = redis::Client::open(format!("redis://{host}:{port}/"))?.get_connection()?;
+    let client = redis::Client::open(format!("redis://{host}:{port}/"))?;
     // Fresh limits: nothing left from an earlier run.
-    redis::cmd("DEL").arg(REQUESTS).arg(TOKENS).exec(&mut con)?;
-    let limits = RateLimits::new(con);
+    redis::cmd("DEL")
+        .arg(REQUESTS)
+        .arg(TOKENS)
+        .exec(&mut client.get_connection()?)?;
+    let limits = RateLimits::new(client);
     let gateway = Gateway {
         requests: limits.limiter(Limit::gcra(60, Duration::from_secs(60))?),
         tokens: limits.limiter(Limit::token_bucket(1200, 1200, Duration::from_secs(3600))?),

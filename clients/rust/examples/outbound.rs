@@ -59,7 +59,7 @@ struct Run {
 /// server's clock. Only the summary needs that (hence a prepared call in a
 /// transaction of our own): a worker needs nothing but retry_after.
 fn reserve(
-    limiter: &Limiter<redis::Connection>,
+    limiter: &Limiter<redis::Client>,
     con: &mut redis::Connection,
 ) -> Result<(bool, Duration, i64), Box<dyn std::error::Error>> {
     let call = limiter.prepare(KEY, Take::one().wait(MAX_WAIT))?;
@@ -75,7 +75,7 @@ fn reserve(
 }
 
 fn worker(
-    limiter: &Limiter<redis::Connection>,
+    limiter: &Limiter<redis::Client>,
     mut con: redis::Connection,
     run: &Run,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
@@ -109,7 +109,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     redis::cmd("DEL").arg(KEY).exec(&mut con)?;
     // One call every 50 ms, no burst. The client finds the backend once; the
     // workers send its prepared calls on their own connections.
-    let limiter = RateLimits::new(con).limiter(Limit::gcra_with_burst(RATE, Duration::from_secs(1), 1)?);
+    let limiter =
+        RateLimits::new(client.clone()).limiter(Limit::gcra_with_burst(RATE, Duration::from_secs(1), 1)?);
 
     let run = Run {
         jobs: Mutex::new((1..=JOBS).collect()),

@@ -1,95 +1,246 @@
 //! The async client, over tokio: the same API as the blocking one, each
 //! call a future.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
-use redis::Value;
-use tokio::sync::OnceCell;
+use redis::{Cmd, RedisFuture, Value};
 
 use crate::backend::Backend;
-use crate::call::{self, Found, Plan};
-use crate::conn::AsyncConnection;
+use crate::call::{self, Plan, Policy, Sender};
+use crate::conn::AsyncConnector;
+use crate::error::reply_text;
 use crate::limit::{ConcurrencyLimit, Limit, Take};
 use crate::{Acquisition, Decision, Error};
 
-/// The async client: wraps a connection that is cloned for each call
-/// ([`redis::aio::ConnectionManager`], which reconnects by itself;
-/// [`redis::aio::MultiplexedConnection`];
-/// [`redis::cluster_async::ClusterConnection`]; or any
-/// [`AsyncConnection`]) and the backend found on its first call.
+/// The settings of a [`redis::aio::ConnectionManager`] of your own under
+/// this client: no reconnection backoff (`number_of_retries` 0: by
+/// default it waits 1 to 2 s, then up to a minute, between attempts, and
+/// calls wait for it), and each attempt bounded by `timeout` (a host that
+/// never answers would hold every call until the deadline). After a
+/// failure the next call starts a new attempt at once.
 ///
-/// Cheap to clone (the clones share the connection and the backend);
-/// calls from many tasks run concurrently over a multiplexed connection.
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use redis_ratelimit_client::aio::{connection_manager_config, RateLimits};
+/// use std::time::Duration;
+///
+/// let client = redis::Client::open("redis://127.0.0.1/")?;
+/// let timeout = Duration::from_millis(250);
+/// let manager = client.get_connection_manager_with_config(connection_manager_config(timeout)).await?;
+/// let limits = RateLimits::new(manager).timeout(timeout)?;
+/// # Ok(())
+/// # }
+/// ```
+pub fn connection_manager_config(timeout: Duration) -> redis::aio::ConnectionManagerConfig {
+    redis::aio::ConnectionManagerConfig::new()
+        .set_number_of_retries(0)
+        .set_connection_timeout(timeout)
+}
+
+/// A connection in use, and when it last answered.
+struct Live<K> {
+    con: K,
+    opened: Instant,
+    /// Microseconds after `opened` of the last answer.
+    answered: AtomicU64,
+}
+
+impl<K> Live<K> {
+    fn now(&self) -> u64 {
+        u64::try_from(self.opened.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    fn touch(&self) {
+        self.answered.fetch_max(self.now(), Ordering::Relaxed);
+    }
+
+    /// Nothing came back on this connection since `since`.
+    fn silent_since(&self, since: u64) -> bool {
+        self.answered.load(Ordering::Relaxed) < since
+    }
+
+    /// Nothing came back for [`IDLE`].
+    fn idle(&self) -> bool {
+        self.silent_since(self.now().saturating_sub(IDLE.as_micros() as u64))
+    }
+}
+
+/// A connection idle this long may have been closed by the server without
+/// the task that reads it having run since: a call first lets it run.
+const IDLE: Duration = Duration::from_millis(1);
+
+impl<K> Live<K> {}
+
+struct Shared<C: AsyncConnector> {
+    connector: C,
+    current: Mutex<Option<Arc<Live<C::Connection>>>>,
+    /// One connection opened at a time.
+    opening: tokio::sync::Mutex<()>,
+    backend: OnceLock<Backend>,
+    /// One search at a time: concurrent first calls wait for it.
+    search: tokio::sync::Mutex<()>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl<C: AsyncConnector> Shared<C> {
+    fn current(&self) -> Option<Arc<Live<C::Connection>>> {
+        let mut current = lock(&self.current);
+        match &*current {
+            Some(live) if C::is_open(&live.con) => Some(Arc::clone(live)),
+            Some(_) => {
+                *current = None;
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// The connection in use, or a new one.
+    async fn live(&self) -> Result<Arc<Live<C::Connection>>, Error> {
+        if let Some(live) = self.current() {
+            if !live.idle() {
+                return Ok(live);
+            }
+            // A close is seen when the task that reads the connection runs.
+            tokio::task::yield_now().await;
+            if let Some(live) = self.current() {
+                return Ok(live);
+            }
+        }
+        let _one_at_a_time = self.opening.lock().await;
+        if let Some(live) = self.current() {
+            return Ok(live);
+        }
+        let live = Arc::new(Live {
+            con: self.connector.connect().await?,
+            opened: Instant::now(),
+            answered: AtomicU64::new(0),
+        });
+        *lock(&self.current) = Some(Arc::clone(&live));
+        Ok(live)
+    }
+
+    /// Stop using `live`: the next call opens another connection.
+    fn drop_connection(&self, live: &Arc<Live<C::Connection>>) {
+        let mut current = lock(&self.current);
+        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, live)) {
+            *current = None;
+        }
+    }
+}
+
+/// The async client: sends through what it opens from a [`redis::Client`]
+/// (the connection the README documents), a
+/// [`redis::cluster::ClusterClient`], or a connection of your own
+/// ([`redis::aio::ConnectionManager`],
+/// [`redis::aio::MultiplexedConnection`],
+/// [`redis::cluster_async::ClusterConnection`]); finds the backend on its
+/// first call.
+///
+/// Every call is bounded as a whole by [`timeout`](RateLimits::timeout)
+/// (default 250 ms; `tokio::time::timeout` around opening the connection,
+/// the search, the call, a reload and its retry); past it, the call ends
+/// with [`Error::Unavailable`] or, [failing open](RateLimits::fail_open),
+/// an allowed decision marked [`failed_open`](Decision::failed_open).
+/// Over a [`redis::Client`], the client opens one multiplexed connection,
+/// shared by every call; it opens another at once when the server closed
+/// it (seen before a call is sent), when a call met a transport error, or
+/// when a call's deadline passed with no answer at all on the connection
+/// meanwhile (a frozen or vanished server: the abandoned commands go with
+/// the connection).
+///
+/// Cheap to clone (the clones share the connection, the backend and the
+/// local memory; each has its own options).
 ///
 /// ```no_run
 /// use redis_ratelimit_client::{aio::RateLimits, Limit};
 /// use std::time::Duration;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = redis::Client::open("redis://127.0.0.1/")?;
-/// let limits = RateLimits::new(client.get_connection_manager().await?);
+/// let limits = RateLimits::new(redis::Client::open("redis://127.0.0.1/")?);
 /// let api = limits.limiter(Limit::gcra_with_burst(10, Duration::from_secs(1), 20)?);
+/// api.check().await?; // at start-up: the server accepts this limiter
 /// let decision = api.take("user:42").await?;
 /// println!("allowed: {}, remaining: {}", decision.allowed, decision.remaining);
 /// # Ok(())
 /// # }
 /// ```
-pub struct RateLimits<C> {
-    conn: C,
-    backend: Arc<OnceCell<Backend>>,
+pub struct RateLimits<C: AsyncConnector> {
+    shared: Arc<Shared<C>>,
+    policy: Policy,
 }
 
-impl<C: Clone> Clone for RateLimits<C> {
+impl<C: AsyncConnector> Clone for RateLimits<C> {
     fn clone(&self) -> Self {
         RateLimits {
-            conn: self.conn.clone(),
-            backend: Arc::clone(&self.backend),
+            shared: Arc::clone(&self.shared),
+            policy: self.policy.clone(),
         }
     }
 }
 
-impl<C> std::fmt::Debug for RateLimits<C> {
+impl<C: AsyncConnector> std::fmt::Debug for RateLimits<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("aio::RateLimits")
-            .field("backend", &self.backend.get())
+            .field("backend", &self.shared.backend.get())
+            .field("timeout", &self.policy.timeout)
+            .field("fail_open", &self.policy.fail_open)
             .finish_non_exhaustive()
     }
 }
 
-impl<C: AsyncConnection> RateLimits<C> {
-    /// A client over `conn`. Nothing is sent until the first call.
-    pub fn new(conn: C) -> RateLimits<C> {
+/// One call's sender: the connection in use.
+struct AsyncSender<'l, C: AsyncConnector> {
+    live: &'l Live<C::Connection>,
+    /// A transport error: the connection is dropped.
+    broken: bool,
+}
+
+impl<C: AsyncConnector> Sender for AsyncSender<'_, C> {
+    fn send<'a>(&'a mut self, cmd: &'a Cmd, key: Option<&'a str>) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let mut con = self.live.con.clone();
+            let reply = C::send(&mut con, cmd, key).await;
+            match &reply {
+                Err(e) if reply_text(e).is_none() => self.broken = true,
+                _ => self.live.touch(),
+            }
+            reply
+        })
+    }
+}
+
+impl<C: AsyncConnector> RateLimits<C> {
+    /// A client over `connector`. Nothing is sent (no connection is
+    /// opened) until the first call.
+    pub fn new(connector: C) -> RateLimits<C> {
         RateLimits {
-            conn,
-            backend: Arc::new(OnceCell::new()),
+            shared: Arc::new(Shared {
+                connector,
+                current: Mutex::new(None),
+                opening: tokio::sync::Mutex::new(()),
+                backend: OnceLock::new(),
+                search: tokio::sync::Mutex::new(()),
+            }),
+            policy: Policy::default(),
         }
     }
 
-    /// The backend, found now if no call has found it yet (one discovery
-    /// at a time: concurrent first calls wait for it).
+    crate::call::policy_options!();
+
+    /// The backend, found now if no call has found it yet (one search at
+    /// a time: concurrent first calls wait for it).
     ///
     /// # Errors
     ///
-    /// [`Error::Redis`] when the connection fails.
+    /// [`Error::Unavailable`] when the server does not answer in time.
     pub async fn backend(&self) -> Result<Backend, Error> {
-        if let Some(b) = self.backend.get() {
-            return Ok(*b);
-        }
-        let mut conn = self.conn.clone();
-        let found = self
-            .backend
-            .get_or_try_init(|| async move {
-                for probe in call::probes() {
-                    let reply = call::checked(conn.send(&probe.cmd, None).await);
-                    if let Found::Backend(b) = probe.answer(reply)? {
-                        return Ok(b);
-                    }
-                }
-                Ok::<_, Error>(call::LAST_RESORT)
-            })
-            .await?;
-        Ok(*found)
+        self.exchange(None).await.map(|(backend, _)| backend)
     }
 
     /// A limiter of `limit`, bound to this client.
@@ -105,19 +256,15 @@ impl<C: AsyncConnection> RateLimits<C> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidParameter`] (`limits`) for an empty list.
+    /// [`Error::InvalidParameter`] (`limiters`) for none, or more than 100.
     pub fn all_of<I>(&self, limits: I) -> Result<AllOf<C>, Error>
     where
         I: IntoIterator,
         I::Item: AsRef<Limit>,
     {
-        let limits: Vec<Limit> = limits.into_iter().map(|l| *l.as_ref()).collect();
-        if limits.is_empty() {
-            return Err(Error::invalid("limits", "at least one limit".to_string()));
-        }
         Ok(AllOf {
             limits: self.clone(),
-            all: limits,
+            all: crate::sync::all_of(limits)?,
         })
     }
 
@@ -129,37 +276,89 @@ impl<C: AsyncConnection> RateLimits<C> {
         }
     }
 
-    /// Send `plan` over `keys` on the backend; reload a lost library or
-    /// script and send again, once.
-    async fn run(&self, plan: &Plan, keys: &[&str]) -> Result<Value, Error> {
-        let backend = self.backend().await?;
-        let cmd = plan.cmd(backend, keys);
-        let key = keys.first().copied();
-        let mut conn = self.conn.clone();
-        match call::checked(conn.send(&cmd, key).await) {
-            Ok(v) => Ok(v),
-            Err(e) => match call::recovery(backend, plan.command, &e) {
-                Some(reload) => {
-                    call::checked(conn.send(&reload, None).await)?;
-                    Ok(call::checked(conn.send(&cmd, key).await)?)
+    async fn backend_with(&self, sender: &mut AsyncSender<'_, C>) -> Result<Backend, Error> {
+        if let Some(b) = self.shared.backend.get() {
+            return Ok(*b);
+        }
+        let _one_search = self.shared.search.lock().await;
+        if let Some(b) = self.shared.backend.get() {
+            return Ok(*b);
+        }
+        let found = call::search(sender).await?;
+        Ok(*self.shared.backend.get_or_init(|| found))
+    }
+
+    /// Within one call's deadline: the backend (found first if need be)
+    /// and, for a call, its reply.
+    async fn exchange(&self, call: Option<(&Plan, &[&str])>) -> Result<(Backend, Value), Error> {
+        let timeout = self.policy.timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let live = match tokio::time::timeout_at(deadline, self.shared.live()).await {
+            Ok(live) => live?,
+            Err(_) => return Err(Error::deadline(timeout)),
+        };
+        let since = live.now();
+        let mut sender = AsyncSender::<C> {
+            live: &live,
+            broken: false,
+        };
+        let outcome = tokio::time::timeout_at(deadline, async {
+            let backend = self.backend_with(&mut sender).await?;
+            let reply = match call {
+                Some((plan, keys)) => call::exchange(&mut sender, backend, plan, keys).await?,
+                None => Value::Nil,
+            };
+            Ok((backend, reply))
+        })
+        .await;
+        match outcome {
+            Ok(result) => {
+                if sender.broken {
+                    self.shared.drop_connection(&live);
                 }
-                None => Err(e.into()),
-            },
+                result
+            }
+            Err(_) => {
+                // Nothing at all came back meanwhile: a frozen or vanished
+                // server. A connection that answers others is kept.
+                if live.silent_since(since) {
+                    self.shared.drop_connection(&live);
+                }
+                Err(Error::deadline(timeout))
+            }
         }
     }
 
+    /// Send `plan` over `keys` on the backend (found first if need be).
+    async fn run(&self, plan: &Plan, keys: &[&str]) -> Result<Value, Error> {
+        call::check_keys(keys)?;
+        self.exchange(Some((plan, keys))).await.map(|(_, reply)| reply)
+    }
+
+    /// A decision: remembered locally, or the server's, or the failure
+    /// policy's.
     async fn decide(&self, plan: &Plan, keys: &[&str]) -> Result<(Decision, i64), Error> {
-        plan.decision(&self.run(plan, keys).await?)
+        call::check_keys(keys)?;
+        if let Some(d) = self.policy.recall(plan, keys) {
+            return Ok((d, 0));
+        }
+        let outcome = self.run(plan, keys).await;
+        self.policy.settle(plan, keys, outcome)
+    }
+
+    /// One PEEK of one unit: what the server refuses is raised.
+    async fn check(&self, plan: &Plan, keys: &[&str]) -> Result<(), Error> {
+        plan.decision(&self.run(plan, keys).await?).map(drop)
     }
 }
 
 /// A [`Limit`] bound to an async client; see [`crate::Limiter`].
-pub struct Limiter<C> {
+pub struct Limiter<C: AsyncConnector> {
     limits: RateLimits<C>,
     limit: Limit,
 }
 
-impl<C: AsyncConnection> Limiter<C> {
+impl<C: AsyncConnector> Limiter<C> {
     /// The limit this limiter applies.
     pub fn limit(&self) -> &Limit {
         &self.limit
@@ -169,8 +368,9 @@ impl<C: AsyncConnection> Limiter<C> {
     ///
     /// # Errors
     ///
-    /// [`Error::Server`] with the server's message, [`Error::Redis`] when
-    /// the connection fails.
+    /// [`Error::ServerError`] with the server's words, [`Error::Unavailable`] when
+    /// the server does not answer in time (or, failing open, an allowed
+    /// decision marked `failed_open`).
     pub async fn take(&self, key: &str) -> Result<Decision, Error> {
         self.call(key, Take::one()).await
     }
@@ -249,6 +449,26 @@ impl<C: AsyncConnection> Limiter<C> {
         self.limits.decide(&plan, &[key]).await.map(|(d, _)| d)
     }
 
+    /// Whether the server accepts this limiter; see
+    /// [`crate::Limiter::check`].
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Limiter::check`].
+    pub async fn check(&self) -> Result<(), Error> {
+        self.check_key(&call::check_keys_for(1)[0]).await
+    }
+
+    /// [`Limiter::check`] on `key`.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Limiter::check`].
+    pub async fn check_key(&self, key: &str) -> Result<(), Error> {
+        let plan = Plan::rate(&self.limit, &Take::one().peek())?;
+        self.limits.check(&plan, &[key]).await
+    }
+
     /// The command of a call, for a pipeline of your own; see
     /// [`crate::Limiter::prepare`].
     ///
@@ -257,25 +477,26 @@ impl<C: AsyncConnection> Limiter<C> {
     /// As [`Limiter::call`].
     pub async fn prepare(&self, key: &str, take: Take) -> Result<crate::Prepared, Error> {
         let plan = Plan::rate(&self.limit, &take)?;
+        call::check_keys(&[key])?;
         let backend = self.limits.backend().await?;
         Ok(crate::Prepared::new(plan.cmd(backend, &[key]), plan))
     }
 }
 
 /// Several limits decided as one (`RL.ALL`), bound to an async client.
-pub struct AllOf<C> {
+pub struct AllOf<C: AsyncConnector> {
     limits: RateLimits<C>,
     all: Vec<Limit>,
 }
 
-impl<C> AllOf<C> {
+impl<C: AsyncConnector> AllOf<C> {
     #[cfg(feature = "axum")]
     pub(crate) fn from_parts(limits: RateLimits<C>, all: Vec<Limit>) -> AllOf<C> {
         AllOf { limits, all }
     }
 }
 
-impl<C: AsyncConnection> AllOf<C> {
+impl<C: AsyncConnector> AllOf<C> {
     /// The limits, in the order of the keys.
     pub fn limits(&self) -> &[Limit] {
         &self.all
@@ -299,15 +520,37 @@ impl<C: AsyncConnection> AllOf<C> {
         let plan = Plan::all(&self.all, keys.len(), &take)?;
         self.limits.decide(&plan, keys).await.map(|(d, _)| d)
     }
+
+    /// Whether the server accepts these limiters; see
+    /// [`crate::AllOf::check`].
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Limiter::check`].
+    pub async fn check(&self) -> Result<(), Error> {
+        let keys = call::check_keys_for(self.all.len());
+        self.check_keys(&keys.iter().map(String::as_str).collect::<Vec<_>>())
+            .await
+    }
+
+    /// [`AllOf::check`] on `keys`.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Limiter::check`].
+    pub async fn check_keys(&self, keys: &[&str]) -> Result<(), Error> {
+        let plan = Plan::all(&self.all, keys.len(), &Take::one().peek())?;
+        self.limits.check(&plan, keys).await
+    }
 }
 
 /// Leases of work in flight (`RL.CONCURRENCY`), bound to an async client.
-pub struct Concurrency<C> {
+pub struct Concurrency<C: AsyncConnector> {
     limits: RateLimits<C>,
     limit: ConcurrencyLimit,
 }
 
-impl<C: AsyncConnection> Concurrency<C> {
+impl<C: AsyncConnector> Concurrency<C> {
     /// The limit these leases count against.
     pub fn limit(&self) -> &ConcurrencyLimit {
         &self.limit
@@ -317,7 +560,7 @@ impl<C: AsyncConnection> Concurrency<C> {
     ///
     /// # Errors
     ///
-    /// [`Error::Server`], [`Error::Redis`].
+    /// [`Error::ServerError`], [`Error::Unavailable`].
     pub async fn acquire(&self, key: &str) -> Result<Acquisition<Lease<C>>, Error> {
         self.acquire_n(key, 1).await
     }
@@ -330,7 +573,7 @@ impl<C: AsyncConnection> Concurrency<C> {
     ///
     /// As [`Concurrency::acquire`].
     pub async fn acquire_n(&self, key: &str, n: u64) -> Result<Acquisition<Lease<C>>, Error> {
-        let plan = Plan::acquire(&self.limit, n, false);
+        let plan = Plan::acquire(&self.limit, n, false)?;
         let (decision, id) = self.limits.decide(&plan, &[key]).await?;
         if !decision.allowed {
             return Ok(Acquisition::Refused(decision));
@@ -350,8 +593,29 @@ impl<C: AsyncConnection> Concurrency<C> {
     ///
     /// As [`Concurrency::acquire`].
     pub async fn peek(&self, key: &str, n: u64) -> Result<Decision, Error> {
-        let plan = Plan::acquire(&self.limit, n, true);
+        let plan = Plan::acquire(&self.limit, n, true)?;
         self.limits.decide(&plan, &[key]).await.map(|(d, _)| d)
+    }
+
+    /// Whether the server accepts this limit; see
+    /// [`crate::Concurrency::check`].
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Limiter::check`].
+    pub async fn check(&self) -> Result<(), Error> {
+        self.check_key(&call::check_keys_for(1)[0]).await
+    }
+
+    /// [`Concurrency::check`] on `key`.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Limiter::check`].
+    pub async fn check_key(&self, key: &str) -> Result<(), Error> {
+        self.limits
+            .check(&Plan::acquire(&self.limit, 1, true)?, &[key])
+            .await
     }
 
     /// Release lease `id` of `key`: the units freed, 0 when it had ended.
@@ -360,7 +624,7 @@ impl<C: AsyncConnection> Concurrency<C> {
     ///
     /// As [`Concurrency::acquire`].
     pub async fn release(&self, key: &str, id: u64) -> Result<u64, Error> {
-        call::integer(&self.limits.run(&Plan::release(id), &[key]).await?)
+        call::integer(&self.limits.run(&Plan::release(id)?, &[key]).await?)
     }
 
     /// Move lease `id`'s deadline to `timeout` from now: true when renewed.
@@ -379,7 +643,7 @@ impl<C: AsyncConnection> Concurrency<C> {
 /// await it); dropped unreleased, it is released by a task spawned on the
 /// current tokio runtime (outside a runtime nothing can be sent: it then
 /// ends at its deadline). [`Lease::forget`] keeps it held.
-pub struct Lease<C: AsyncConnection> {
+pub struct Lease<C: AsyncConnector> {
     limits: RateLimits<C>,
     key: String,
     id: u64,
@@ -387,7 +651,7 @@ pub struct Lease<C: AsyncConnection> {
     armed: bool,
 }
 
-impl<C: AsyncConnection> Lease<C> {
+impl<C: AsyncConnector> Lease<C> {
     /// The lease's id.
     pub fn id(&self) -> u64 {
         self.id
@@ -407,9 +671,13 @@ impl<C: AsyncConnection> Lease<C> {
     ///
     /// # Errors
     ///
-    /// [`Error::Server`], [`Error::Redis`], [`Error::InvalidParameter`].
+    /// [`Error::ServerError`], [`Error::Unavailable`], [`Error::InvalidParameter`].
     pub async fn renew(&self, timeout: Duration) -> Result<bool, Error> {
         let plan = Plan::renew(self.id, timeout)?;
+        if self.id == 0 {
+            // Failed open: no lease to renew.
+            return Ok(false);
+        }
         call::integer(&self.limits.run(&plan, &[&self.key]).await?).map(|n| n == 1)
     }
 
@@ -419,10 +687,14 @@ impl<C: AsyncConnection> Lease<C> {
     ///
     /// # Errors
     ///
-    /// [`Error::Server`], [`Error::Redis`]; the lease then ends at its
+    /// [`Error::ServerError`], [`Error::Unavailable`]; the lease then ends at its
     /// deadline.
     pub async fn release(mut self) -> Result<u64, Error> {
-        let released = self.limits.run(&Plan::release(self.id), &[&self.key]).await;
+        if !self.armed {
+            // Failed open: nothing held.
+            return Ok(0);
+        }
+        let released = self.limits.run(&Plan::release(self.id)?, &[&self.key]).await;
         self.armed = false;
         call::integer(&released?)
     }
@@ -435,7 +707,7 @@ impl<C: AsyncConnection> Lease<C> {
     }
 }
 
-impl<C: AsyncConnection> Drop for Lease<C> {
+impl<C: AsyncConnector> Drop for Lease<C> {
     fn drop(&mut self) {
         if !self.armed {
             return;
@@ -446,17 +718,19 @@ impl<C: AsyncConnection> Drop for Lease<C> {
             let id = self.id;
             runtime.spawn(async move {
                 // An error leaves the lease to end at its deadline.
-                let _ = limits.run(&Plan::release(id), &[&key]).await;
+                if let Ok(plan) = Plan::release(id) {
+                    let _ = limits.run(&plan, &[&key]).await;
+                }
             });
         }
     }
 }
 
-crate::bound_impls!(Limiter { limits, limit });
-crate::bound_impls!(AllOf { limits, all });
-crate::bound_impls!(Concurrency { limits, limit });
+crate::bound_impls!(AsyncConnector, Limiter { limits, limit });
+crate::bound_impls!(AsyncConnector, AllOf { limits, all });
+crate::bound_impls!(AsyncConnector, Concurrency { limits, limit });
 
-impl<C: AsyncConnection> std::fmt::Debug for Lease<C> {
+impl<C: AsyncConnector> std::fmt::Debug for Lease<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("aio::Lease")
             .field("key", &self.key)

@@ -63,16 +63,16 @@ pub(crate) fn script(command: Command) -> (&'static str, &'static str) {
     (embedded::SCRIPTS[i], &shas[i])
 }
 
-/// `COMMAND INFO rl.gcra`: an array holding the command's description when
-/// the module is loaded, a nil in its place when not.
+/// `RL.GCRA` with no arguments: the module answers its wrong number of
+/// arguments; a server without it, an unknown command (SPEC 18's search,
+/// clients/contract/backends.json).
 pub(crate) fn probe_module() -> Cmd {
-    let mut c = redis::cmd("COMMAND");
-    c.arg("INFO").arg("rl.gcra");
-    c
+    redis::cmd("RL.GCRA")
 }
 
-pub(crate) fn module_found(reply: &Value) -> bool {
-    matches!(reply, Value::Array(items) if items.first().is_some_and(|v| !matches!(v, Value::Nil)))
+/// The module's answer to [`probe_module`].
+pub(crate) fn module_found(reply: &str) -> bool {
+    reply.contains("wrong number of arguments")
 }
 
 /// `FCALL rl_version 0`.
@@ -84,6 +84,12 @@ pub(crate) fn probe_version() -> Cmd {
 
 pub(crate) fn version_matches(reply: &Value) -> bool {
     redis::from_redis_value::<String>(reply).is_ok_and(|v| v == VERSION)
+}
+
+/// The library is not there (`ERR Function not found`): a failover to a
+/// replica that never got it, a `FUNCTION FLUSH`, or never loaded.
+pub(crate) fn function_missing(reply: &str) -> bool {
+    reply.to_ascii_lowercase().contains("function not found")
 }
 
 /// `FUNCTION LOAD REPLACE <library>`.
@@ -98,18 +104,6 @@ pub(crate) fn load_script(command: Command) -> Cmd {
     let mut c = redis::cmd("SCRIPT");
     c.arg("LOAD").arg(script(command).0);
     c
-}
-
-/// A library lost by the server (a failover to a replica that never got
-/// it, a `FUNCTION FLUSH`): `ERR Function not found`.
-pub(crate) fn is_function_missing(e: &redis::RedisError) -> bool {
-    crate::error::is_server_error(e)
-        && e.detail()
-            .is_some_and(|d| d.to_ascii_lowercase().contains("function not found"))
-}
-
-pub(crate) fn is_noscript(e: &redis::RedisError) -> bool {
-    e.kind() == redis::ErrorKind::NoScriptError
 }
 
 /// The command for `command` over `keys` with `args` on `backend`.

@@ -1,13 +1,25 @@
-//! What sync and async clients share: the arguments of each call, the
-//! backend's discovery, and the reading of replies.
+//! What the blocking and async clients share: each call's arguments (its
+//! parameters checked), the backend search, the call with the reload of a
+//! lost library or script, the reading of replies, the failure policy and
+//! the local memory of refusals.
+//!
+//! The search and the call are written once, as async functions over a
+//! [`Sender`]; the blocking client's sender answers at once, so
+//! [`ready`] runs them to completion without a runtime.
 
-use redis::{Cmd, RedisResult, Value};
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use redis::{Cmd, RedisFuture, RedisResult, Value};
 
 use crate::backend::{self, Backend};
 use crate::decision::{Decision, Shape};
-use crate::error::is_server_error;
+use crate::error::reply_text;
 use crate::limit::{Arg, Command, ConcurrencyLimit, Limit, Take};
-use crate::Error;
+use crate::memory::Memory;
+use crate::{params, Error};
 
 /// One call, before a backend is chosen: the command, its arguments after
 /// the keys, and how to read its reply.
@@ -17,6 +29,16 @@ pub(crate) struct Plan {
     pub(crate) args: Vec<Arg>,
     pub(crate) shape: Option<Shape>,
     pub(crate) asked: u64,
+    /// The `limit` of a decision of the failure policy: the limiter's, or
+    /// the first limiter's for `all_of`.
+    limit: u64,
+    /// A refusal of this call may be remembered (a plain take).
+    plain: bool,
+}
+
+/// Every key non-empty.
+pub(crate) fn check_keys(keys: &[&str]) -> Result<(), Error> {
+    keys.iter().try_for_each(|k| params::key(k))
 }
 
 impl Plan {
@@ -32,6 +54,8 @@ impl Plan {
                 at_most: take.is_at_most(),
             }),
             asked: take.units(),
+            limit: limit.limit(),
+            plain: take.is_plain(),
         })
     }
 
@@ -39,7 +63,7 @@ impl Plan {
         if keys != limits.len() {
             return Err(Error::invalid(
                 "keys",
-                format!("one key per limit: {} limits, {keys} keys", limits.len()),
+                format!("keys: {n} limiters need {n} keys, got {keys}", n = limits.len()),
             ));
         }
         let mut args = Vec::with_capacity(limits.len() * 4 + 6);
@@ -58,46 +82,58 @@ impl Plan {
                 at_most: take.is_at_most(),
             }),
             asked: take.units(),
+            limit: limits.first().map_or(0, Limit::limit),
+            plain: take.is_plain(),
         })
     }
 
-    pub(crate) fn acquire(limit: &ConcurrencyLimit, n: u64, peek: bool) -> Plan {
+    pub(crate) fn acquire(limit: &ConcurrencyLimit, n: u64, peek: bool) -> Result<Plan, Error> {
         let mut args = vec![
             Arg::Int(limit.limit),
             Arg::Int(limit.timeout_ms),
-            Arg::Int(n),
+            Arg::Int(params::count("n", n, 0, params::COUNT_MAX)?),
             Arg::Word("MS"),
         ];
         if peek {
             args.push(Arg::Word("PEEK"));
         }
-        Plan {
+        Ok(Plan {
             command: Command::Concurrency,
             args,
             shape: Some(Shape::Lease),
             asked: n,
-        }
+            limit: limit.limit,
+            plain: false,
+        })
     }
 
-    pub(crate) fn release(lease: u64) -> Plan {
-        Plan {
+    fn lease(lease: u64) -> Result<Arg, Error> {
+        params::count("lease", lease, 1, params::LEASE_MAX).map(Arg::Int)
+    }
+
+    pub(crate) fn release(lease: u64) -> Result<Plan, Error> {
+        Ok(Plan {
             command: Command::Release,
-            args: vec![Arg::Int(lease)],
+            args: vec![Plan::lease(lease)?],
             shape: None,
             asked: 0,
-        }
+            limit: 0,
+            plain: false,
+        })
     }
 
-    pub(crate) fn renew(lease: u64, timeout: std::time::Duration) -> Result<Plan, Error> {
+    pub(crate) fn renew(lease: u64, timeout: Duration) -> Result<Plan, Error> {
         Ok(Plan {
             command: Command::Renew,
             args: vec![
-                Arg::Int(lease),
-                Arg::Int(crate::limit::millis("timeout", timeout)?),
+                Plan::lease(lease)?,
+                Arg::Int(params::millis("timeout", timeout, 1, params::MS_MAX)?),
                 Arg::Word("MS"),
             ],
             shape: None,
             asked: 0,
+            limit: 0,
+            plain: false,
         })
     }
 
@@ -113,12 +149,97 @@ impl Plan {
             .ok_or_else(|| Error::Reply("not a decision".to_string()))?;
         Decision::parse(reply, shape, self.asked)
     }
+
+    /// What the local memory knows this call by: its command as the
+    /// module takes it (limiter, keys, units), whatever the backend.
+    fn memory_key(&self, keys: &[&str]) -> Vec<u8> {
+        self.cmd(Backend::Module, keys).get_packed_command()
+    }
 }
 
-/// A reply with its error replies (which a connection may hand back as
-/// values) turned into errors.
-pub(crate) fn checked(reply: RedisResult<Value>) -> RedisResult<Value> {
-    reply.and_then(Value::extract_error)
+/// The names `check()` gives a limiter's keys when none are given:
+/// `ratelimit:{check}:1`, `ratelimit:{check}:2`, ... (one hash tag, so
+/// an `all_of`'s keys share a Cluster slot).
+pub(crate) fn check_keys_for(n: usize) -> Vec<String> {
+    (1..=n).map(|i| format!("ratelimit:{{check}}:{i}")).collect()
+}
+
+/// A client's options, per handle (a clone with other options shares the
+/// connection, the backend and the memory).
+#[derive(Clone)]
+pub(crate) struct Policy {
+    pub(crate) timeout: Duration,
+    pub(crate) fail_open: bool,
+    memory: Option<Arc<Mutex<Memory>>>,
+}
+
+/// The default deadline of every call.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_millis(250);
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            timeout: DEFAULT_TIMEOUT,
+            fail_open: false,
+            memory: None,
+        }
+    }
+}
+
+impl Policy {
+    pub(crate) fn timeout(mut self, timeout: Duration) -> Result<Policy, Error> {
+        let ms = params::millis("timeout", timeout, 1, params::TIMEOUT_MAX_MS)?;
+        self.timeout = Duration::from_millis(ms);
+        Ok(self)
+    }
+
+    pub(crate) fn local_refusals(mut self, n: u64) -> Result<Policy, Error> {
+        let n = params::count("local_refusals", n, 0, params::REMEMBERED_MAX)?;
+        self.memory =
+            (n > 0).then(|| Arc::new(Mutex::new(Memory::new(usize::try_from(n).unwrap_or(usize::MAX)))));
+        Ok(self)
+    }
+
+    fn memory(&self) -> Option<std::sync::MutexGuard<'_, Memory>> {
+        self.memory
+            .as_ref()
+            .map(|m| m.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// A refusal remembered for this call, if it is a plain take.
+    pub(crate) fn recall(&self, plan: &Plan, keys: &[&str]) -> Option<Decision> {
+        if !plan.plain {
+            return None;
+        }
+        let mut memory = self.memory()?;
+        memory.recall(&plan.memory_key(keys), Instant::now())
+    }
+
+    /// A call's outcome as a decision: remembered when it is a refusal of
+    /// a plain take; allowed and marked when the server was unavailable
+    /// and the policy is to fail open.
+    pub(crate) fn settle(
+        &self,
+        plan: &Plan,
+        keys: &[&str],
+        outcome: Result<Value, Error>,
+    ) -> Result<(Decision, i64), Error> {
+        match outcome {
+            Ok(reply) => {
+                let (decision, extra) = plan.decision(&reply)?;
+                if plan.plain && !decision.allowed {
+                    if let Some(mut memory) = self.memory() {
+                        memory.remember(plan.memory_key(keys), decision, Instant::now());
+                    }
+                }
+                Ok((decision, extra))
+            }
+            Err(e) if e.is_unavailable() && self.fail_open && plan.shape.is_some() => {
+                Ok((Decision::by_policy(plan.limit, plan.asked), 0))
+            }
+            Err(e) => Err(e),
+        }
+    }
 }
 
 /// The integer reply of `RL.RELEASE` and `RL.RENEW`.
@@ -129,66 +250,201 @@ pub(crate) fn integer(reply: &Value) -> Result<u64, Error> {
     }
 }
 
-/// What to do after an error: reload what the server lost and send again
-/// (once), or give up.
-pub(crate) fn recovery(backend: Backend, command: Command, e: &redis::RedisError) -> Option<Cmd> {
-    match backend {
-        Backend::Functions if backend::is_function_missing(e) => Some(backend::load_library()),
-        Backend::Scripts if backend::is_noscript(e) => Some(backend::load_script(command)),
-        _ => None,
-    }
+/// Where one call's commands go: a connection, bounded by the call's
+/// deadline.
+pub(crate) trait Sender {
+    /// Send `cmd`, whose first key is `key`; error replies come back as
+    /// errors.
+    fn send<'a>(&'a mut self, cmd: &'a Cmd, key: Option<&'a str>) -> RedisFuture<'a, Value>;
 }
 
-/// One step of the discovery of the backend (SPEC 18), in order: the
-/// module's commands; the functions library at this client's version; the
-/// library loaded by the client; the scripts.
-pub(crate) struct Probe {
-    pub(crate) cmd: Cmd,
-    accept: fn(&Value) -> bool,
-    backend: Backend,
+/// A reply, with an error reply (which a connection may hand back as a
+/// value) as an error.
+pub(crate) fn checked(reply: RedisResult<Value>) -> RedisResult<Value> {
+    reply.and_then(Value::extract_error)
 }
 
-pub(crate) fn probes() -> [Probe; 3] {
-    [
-        Probe {
-            cmd: backend::probe_module(),
-            accept: backend::module_found,
-            backend: Backend::Module,
-        },
-        Probe {
-            cmd: backend::probe_version(),
-            accept: backend::version_matches,
-            backend: Backend::Functions,
-        },
-        Probe {
-            cmd: backend::load_library(),
-            accept: |_| true,
-            backend: Backend::Functions,
-        },
-    ]
+/// One step of the backend search (SPEC 18, clients/contract/backends.json).
+#[derive(Debug, Clone, Copy)]
+enum Probe {
+    /// `RL.GCRA` with no arguments: the module answers its wrong number of
+    /// arguments.
+    Module,
+    /// `FCALL rl_version 0`: the library at this client's version.
+    Version,
+    /// `FUNCTION LOAD REPLACE <library>`: the client loads it.
+    Load,
 }
 
-/// Where the discovery stands after one probe's answer.
-pub(crate) enum Found {
-    /// This backend.
-    Backend(Backend),
-    /// Not this one: the next probe.
-    Next,
+enum Next {
+    Found(Backend),
+    Probe(Probe),
 }
 
 impl Probe {
-    /// A probe's answer: its backend, the next probe, or an error that is
-    /// not the server's (the connection failed: nothing is decided).
-    pub(crate) fn answer(&self, reply: RedisResult<Value>) -> Result<Found, Error> {
-        match reply {
-            Ok(v) if (self.accept)(&v) => Ok(Found::Backend(self.backend)),
-            Ok(_) => Ok(Found::Next),
-            Err(e) if is_server_error(&e) => Ok(Found::Next),
-            Err(e) => Err(Error::Redis(e)),
+    fn cmd(self) -> Cmd {
+        match self {
+            Probe::Module => backend::probe_module(),
+            Probe::Version => backend::probe_version(),
+            Probe::Load => backend::load_library(),
+        }
+    }
+
+    /// Where the search goes after `answer`. A transport error, or an
+    /// error reply that says the server cannot serve now, ends it with
+    /// nothing decided: the next call searches again.
+    fn next(self, answer: RedisResult<Value>) -> Result<Next, Error> {
+        let e = match answer {
+            Ok(reply) => {
+                return Ok(match self {
+                    Probe::Version if backend::version_matches(&reply) => Next::Found(Backend::Functions),
+                    // Another version: replaced.
+                    Probe::Version => Next::Probe(Probe::Load),
+                    Probe::Load => Next::Found(Backend::Functions),
+                    // No module answers RL.GCRA without arguments.
+                    Probe::Module => Next::Probe(Probe::Version),
+                });
+            }
+            Err(e) => e,
+        };
+        let Some(refused) = reply_text(&e) else {
+            return Err(e.into());
+        };
+        let error = Error::from(e);
+        if error.is_unavailable() {
+            return Err(error);
+        }
+        Ok(match self {
+            Probe::Module if backend::module_found(&refused) => Next::Found(Backend::Module),
+            // Unknown, or denied by an ACL: not the module.
+            Probe::Module => Next::Probe(Probe::Version),
+            Probe::Version if backend::function_missing(&refused) => Next::Probe(Probe::Load),
+            // No Functions (Redis 6), FCALL or FUNCTION denied: the scripts.
+            Probe::Version | Probe::Load => Next::Found(Backend::Scripts),
+        })
+    }
+}
+
+/// The backend search: the module; else the library at this client's
+/// version; else the library loaded by the client; else the scripts.
+pub(crate) async fn search<S: Sender>(sender: &mut S) -> Result<Backend, Error> {
+    let mut probe = Probe::Module;
+    loop {
+        let cmd = probe.cmd();
+        let answer = checked(sender.send(&cmd, None).await);
+        match probe.next(answer)? {
+            Next::Found(backend) => return Ok(backend),
+            Next::Probe(next) => probe = next,
         }
     }
 }
 
-/// The last resort, when no probe found a backend: the scripts, which
-/// every server since Redis 2.6 runs.
-pub(crate) const LAST_RESORT: Backend = Backend::Scripts;
+/// The reload that an error reply calls for: only a reply that proves the
+/// call did not run (the library or the script is not there) is followed
+/// by a reload and one more try.
+fn reload(backend: Backend, command: Command, e: &redis::RedisError) -> Option<Cmd> {
+    let text = reply_text(e)?;
+    match backend {
+        Backend::Functions if backend::function_missing(&text) => Some(backend::load_library()),
+        Backend::Scripts if e.kind() == redis::ErrorKind::NoScriptError => {
+            Some(backend::load_script(command))
+        }
+        _ => None,
+    }
+}
+
+/// Send `plan` over `keys` on `backend`; reload a lost library or script
+/// and send again, once. A call whose answer is lost is never sent again.
+pub(crate) async fn exchange<S: Sender>(
+    sender: &mut S,
+    backend: Backend,
+    plan: &Plan,
+    keys: &[&str],
+) -> Result<Value, Error> {
+    let cmd = plan.cmd(backend, keys);
+    let key = keys.first().copied();
+    let e = match checked(sender.send(&cmd, key).await) {
+        Ok(reply) => return Ok(reply),
+        Err(e) => e,
+    };
+    let Some(reload) = reload(backend, plan.command, &e) else {
+        return Err(e.into());
+    };
+    checked(sender.send(&reload, None).await)?;
+    Ok(checked(sender.send(&cmd, key).await)?)
+}
+
+/// The output of a future that is ready at its first poll: the blocking
+/// client's [`Sender`] answers before it returns, so the search and the
+/// call, written once as async functions, complete without a runtime.
+pub(crate) fn ready<F: Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => output,
+        Poll::Pending => unreachable!("a blocking sender's future is always ready"),
+    }
+}
+
+/// The options of a client, written once for the blocking and the async
+/// one (each keeps its [`Policy`] in `policy`).
+macro_rules! policy_options {
+    () => {
+        /// The deadline of every call, from 1 ms to 60 s, whole
+        /// milliseconds (default 250 ms): connecting, the backend search,
+        /// sending, the reply, a reload and its one retry, and the Redis
+        /// client's own work, as a whole. Past it, the call ends with
+        /// [`Error::Unavailable`](crate::Error::Unavailable) (`rate limiter
+        /// unavailable: no answer within 250 ms`), or fails open.
+        ///
+        /// # Errors
+        ///
+        /// [`Error::InvalidParameter`](crate::Error::InvalidParameter)
+        /// (`timeout`) out of that range.
+        pub fn timeout(mut self, timeout: std::time::Duration) -> Result<Self, crate::Error> {
+            self.policy = self.policy.timeout(timeout)?;
+            Ok(self)
+        }
+
+        /// The failure policy (default `false`: fail closed). With `true`,
+        /// a call that answers a decision (a take, a peek, a query, a
+        /// refund, an acquire) and meets
+        /// [`Error::Unavailable`](crate::Error::Unavailable) answers an
+        /// allowed decision instead, marked
+        /// [`failed_open`](crate::Decision::failed_open) (`limit` the
+        /// limiter's, `remaining` 0, no `retry_after`, `reset` zero,
+        /// `granted` the units asked, no lease). A server's refusal
+        /// ([`Error::ServerError`](crate::Error::ServerError)) is raised
+        /// whatever the policy; `release`, `renew` and `check` always
+        /// raise.
+        pub fn fail_open(mut self, fail_open: bool) -> Self {
+            self.policy.fail_open = fail_open;
+            self
+        }
+
+        /// Whether this client fails open.
+        pub fn fails_open(&self) -> bool {
+            self.policy.fail_open
+        }
+
+        /// Remember up to `n` refused calls (0, the default, is off; at
+        /// most 1,000,000): a plain take (units taken, no peek, refund,
+        /// force, wait or at most) refused until an instant is refused
+        /// in-process until then, for the same limiter, keys and units,
+        /// with the same decision (its `retry_after` and `reset` shortened
+        /// by the time gone by, `retry_after` at least 1 ms), without a
+        /// round trip. Past `n`, the refusal nearest its end is forgotten
+        /// first. A refund or a block made by another process is not seen
+        /// until that instant: the trade-off of not asking. Clones made
+        /// after share the memory.
+        ///
+        /// # Errors
+        ///
+        /// [`Error::InvalidParameter`](crate::Error::InvalidParameter)
+        /// (`local_refusals`) past 1,000,000.
+        pub fn local_refusals(mut self, n: u64) -> Result<Self, crate::Error> {
+            self.policy = self.policy.local_refusals(n)?;
+            Ok(self)
+        }
+    };
+}
+pub(crate) use policy_options;

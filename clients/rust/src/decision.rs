@@ -32,6 +32,11 @@ pub struct Decision {
     /// The binding limit's position among the limits of
     /// [`all_of`](crate::RateLimits::all_of), from 1; 1 for a single limit.
     pub binding: usize,
+    /// Allowed by the failure policy, not by the server: the server did
+    /// not answer (see [`RateLimits::fail_open`](crate::RateLimits::fail_open)).
+    /// `limit` is then the limiter's, `remaining` 0, `reset` zero, and
+    /// `granted` the units asked.
+    pub failed_open: bool,
     raw: [i64; 7],
     raw_len: u8,
 }
@@ -43,6 +48,10 @@ fn count(v: i64, field: &str) -> Result<u64, Error> {
 
 fn duration(v: i64, field: &str) -> Result<Duration, Error> {
     count(v, field).map(Duration::from_millis)
+}
+
+fn millis_i64(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// What a reply holds besides the five integers.
@@ -57,9 +66,46 @@ pub(crate) enum Shape {
 }
 
 impl Decision {
-    /// The reply's integers as the server sent them (five, six or seven).
+    /// The reply's integers as the server sent them (five, six or seven;
+    /// none for a decision of the failure policy). A refusal remembered
+    /// locally (`local_refusals`) shows its times shortened.
     pub fn raw(&self) -> &[i64] {
         &self.raw[..self.raw_len as usize]
+    }
+
+    /// The decision of the failure policy: allowed without the server's
+    /// word, marked `failed_open`.
+    pub(crate) fn by_policy(limit: u64, asked: u64) -> Decision {
+        Decision {
+            allowed: true,
+            limit,
+            remaining: 0,
+            retry_after: None,
+            reset: Duration::ZERO,
+            granted: asked,
+            binding: 1,
+            failed_open: true,
+            raw: [0; 7],
+            raw_len: 0,
+        }
+    }
+
+    /// This refusal as it stands `gone` after it was answered: its
+    /// `retry_after` and `reset` shortened, rounded up to the millisecond
+    /// (never earlier than the server said), `retry_after` at least 1 ms.
+    pub(crate) fn shortened(&self, gone: Duration) -> Decision {
+        let left = |d: Duration| {
+            let micros = d.saturating_sub(gone).as_micros();
+            Duration::from_millis(u64::try_from(micros.div_ceil(1000)).unwrap_or(u64::MAX))
+        };
+        let mut d = *self;
+        d.retry_after = self.retry_after.map(|r| left(r).max(Duration::from_millis(1)));
+        d.reset = left(self.reset);
+        if d.raw_len >= 5 {
+            d.raw[3] = d.retry_after.map_or(-1, millis_i64);
+            d.raw[4] = millis_i64(d.reset);
+        }
+        d
     }
 
     /// Parse a reply of `shape` to a request of `asked` units.
@@ -123,6 +169,7 @@ impl Decision {
                 reset: duration(ints[4], "reset")?,
                 granted,
                 binding,
+                failed_open: false,
                 raw,
                 raw_len: ints.len() as u8,
             },
@@ -167,6 +214,35 @@ mod tests {
         assert_eq!((d.allowed, d.binding, d.granted), (false, 2, 0));
         let (d, lease) = Decision::parse(&value(&[0, 3, 2, -1, 60, 77]), Shape::Lease, 1).unwrap();
         assert_eq!((d.allowed, d.granted, lease), (true, 1, 77));
+    }
+
+    #[test]
+    fn a_refusal_shortened_by_the_time_gone_by() {
+        let (d, _) =
+            Decision::parse(&value(&[1, 20, 0, 1500, 2000]), Shape::Rate { at_most: false }, 1).unwrap();
+        let later = d.shortened(Duration::from_micros(400_300));
+        assert_eq!(
+            (later.retry_after, later.reset, later.raw()),
+            (
+                Some(Duration::from_millis(1100)),
+                Duration::from_millis(1600),
+                &[1, 20, 0, 1100, 1600][..]
+            )
+        );
+        // Never below 1 ms while remembered; reset down to zero.
+        let last = d.shortened(Duration::from_millis(2500));
+        assert_eq!(
+            (last.retry_after, last.reset, last.raw()),
+            (
+                Some(Duration::from_millis(1)),
+                Duration::ZERO,
+                &[1, 20, 0, 1, 0][..]
+            )
+        );
+        assert_eq!(
+            (last.allowed, last.limit, last.granted, last.failed_open),
+            (false, 20, 0, false)
+        );
     }
 
     #[test]

@@ -1,43 +1,98 @@
 use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
 
-/// Everything a call can fail with.
-#[derive(Debug)]
+/// The contract's base class (`RateLimitError` in every client): in Rust,
+/// the [`Error`] enum itself, whose variants are the three classes.
+pub type RateLimitError = Error;
+
+/// Everything a call can fail with: the contract's three classes
+/// (`InvalidParameter`, `ServerError`, `Unavailable`), and a reply of a
+/// shape no backend sends.
+///
+/// Only [`Error::Unavailable`] is an outage: the failure policy
+/// (`fail_open`) applies to it alone. The others are raised whatever the
+/// policy.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Error {
-    /// A parameter or option that the client refuses before any call: it
-    /// names the parameter (`rate`, `per`, `burst`, `max_wait`, ...).
+    /// A parameter refused before anything is sent: `message` names it
+    /// (`rate must be an integer from 1 to 1000000000, got 0`).
     InvalidParameter {
-        /// The parameter, as the constructor or option names it.
+        /// The parameter: `rate`, `per`, `burst`, `wait`, `key`, `timeout`...
         name: &'static str,
-        /// What is wrong with it.
+        /// What is wrong with it, in the contract's words.
         message: String,
     },
-    /// An error reply from the server (bad arguments past the client's
-    /// checks, a key of another algorithm or type, `CROSSSLOT`, ...): its
-    /// code (`ERR`, `WRONGTYPE`, ...) and message, as sent.
-    Server {
-        /// The error's first word: `ERR`, `WRONGTYPE`, `CROSSSLOT`, ...
+    /// The server refused the call: a misconfiguration (a cap, a range, a
+    /// key of another type, an ACL), never an outage.
+    ServerError {
+        /// The reply's first word: `ERR`, `WRONGTYPE`, `NOPERM`, ...
         code: String,
-        /// The rest of the server's message.
+        /// The reply as sent, code first (`ERR limit must be ...`).
         message: String,
     },
-    /// The connection failed (I/O, timeout, a closed connection): the
-    /// `redis` crate's error.
-    Redis(redis::RedisError),
+    /// No answer within the deadline, a transport error, or an error reply
+    /// that says the server cannot serve now (`LOADING`, `BUSY`,
+    /// `READONLY`, ...).
+    Unavailable {
+        /// The error reply's code, when the server answered one.
+        code: Option<String>,
+        /// What happened: `no answer within 250 ms`, the transport's error,
+        /// or the reply as sent.
+        cause: String,
+        /// The `redis` crate's error, when there is one.
+        source: Option<Arc<redis::RedisError>>,
+    },
     /// A reply of a shape no backend sends.
     Reply(String),
 }
+
+/// The error replies that mean the server cannot serve now, not that the
+/// call is wrong (clients/contract/errors.json's `unavailable_codes`).
+/// `MOVED` and `ASK` reach the client only when its Redis client does not
+/// follow them (a cluster client built with no retries): the keys are
+/// moving, which is no misconfiguration either.
+const UNAVAILABLE_CODES: [&str; 11] = [
+    "LOADING",
+    "BUSY",
+    "MASTERDOWN",
+    "CLUSTERDOWN",
+    "TRYAGAIN",
+    "READONLY",
+    "OOM",
+    "MISCONF",
+    "NOREPLICAS",
+    "MOVED",
+    "ASK",
+];
 
 impl Error {
     pub(crate) fn invalid(name: &'static str, message: String) -> Error {
         Error::InvalidParameter { name, message }
     }
 
-    /// The server's message, for [`Error::Server`]: `ERR max_burst must
-    /// be ...` (code and message, as `redis-cli` shows it).
-    pub fn server_message(&self) -> Option<String> {
+    /// The deadline passed.
+    pub(crate) fn deadline(timeout: Duration) -> Error {
+        Error::Unavailable {
+            code: None,
+            cause: format!("no answer within {} ms", timeout.as_millis()),
+            source: None,
+        }
+    }
+
+    /// Whether this is an outage (the failure policy applies), not a
+    /// refusal of the call.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Unavailable { .. })
+    }
+
+    /// The error reply's code (`ERR`, `WRONGTYPE`, `LOADING`...), when the
+    /// server answered one.
+    pub fn code(&self) -> Option<&str> {
         match self {
-            Error::Server { code, message } => Some(format!("{code} {message}")),
+            Error::ServerError { code, .. } => Some(code),
+            Error::Unavailable { code, .. } => code.as_deref(),
             _ => None,
         }
     }
@@ -46,9 +101,10 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::InvalidParameter { name, message } => write!(f, "invalid parameter `{name}`: {message}"),
-            Error::Server { code, message } => write!(f, "{code} {message}"),
-            Error::Redis(e) => write!(f, "redis: {e}"),
+            Error::InvalidParameter { message, .. } | Error::ServerError { message, .. } => {
+                f.write_str(message)
+            }
+            Error::Unavailable { cause, .. } => write!(f, "rate limiter unavailable: {cause}"),
             Error::Reply(m) => write!(f, "unexpected reply: {m}"),
         }
     }
@@ -57,29 +113,47 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Redis(e) => Some(e),
+            Error::Unavailable { source: Some(e), .. } => Some(e.as_ref()),
             _ => None,
         }
     }
 }
 
-impl From<redis::RedisError> for Error {
-    /// An error reply becomes [`Error::Server`]; anything else (I/O, a
-    /// closed connection) stays [`Error::Redis`].
-    fn from(e: redis::RedisError) -> Error {
-        match (e.code(), e.kind()) {
-            // Errors the client raises itself carry no code.
-            (Some(code), _) if !e.is_io_error() => Error::Server {
-                code: code.to_string(),
-                message: e.detail().unwrap_or_default().to_string(),
-            },
-            _ => Error::Redis(e),
-        }
-    }
+/// The error reply a `redis` error carries, as sent (`code detail`), or
+/// `None` when the connection failed instead.
+pub(crate) fn reply_text(e: &redis::RedisError) -> Option<String> {
+    // Errors the redis crate raises itself carry no code.
+    let code = e.code().filter(|_| !e.is_io_error())?;
+    Some(match e.detail() {
+        Some(detail) => format!("{code} {detail}"),
+        None => code.to_string(),
+    })
 }
 
-/// Whether the server answered an error (as opposed to the connection
-/// failing).
-pub(crate) fn is_server_error(e: &redis::RedisError) -> bool {
-    e.code().is_some() && !e.is_io_error()
+impl From<redis::RedisError> for Error {
+    /// An error reply becomes [`Error::ServerError`], or
+    /// [`Error::Unavailable`] when its code says the server cannot serve
+    /// now; anything else (I/O, a closed connection) is
+    /// [`Error::Unavailable`].
+    fn from(e: redis::RedisError) -> Error {
+        match reply_text(&e) {
+            Some(message) => {
+                let code = e.code().unwrap_or_default().to_string();
+                if UNAVAILABLE_CODES.contains(&code.as_str()) {
+                    Error::Unavailable {
+                        code: Some(code),
+                        cause: message,
+                        source: Some(Arc::new(e)),
+                    }
+                } else {
+                    Error::ServerError { code, message }
+                }
+            }
+            None => Error::Unavailable {
+                code: None,
+                cause: e.to_string(),
+                source: Some(Arc::new(e)),
+            },
+        }
+    }
 }

@@ -1,22 +1,34 @@
-//! A tower [`Layer`] for axum: every request takes a unit of its key's
+//! A tower [`Layer`] for axum: every request takes a unit of its client's
 //! limits before it reaches the handler.
 //!
-//! - The key is a function of the request: the client's IP address by
-//!   default (from axum's `ConnectInfo<SocketAddr>`: serve the app with
+//! - The client is a function of the request: its IP address by default
+//!   (from axum's `ConnectInfo<SocketAddr>`: serve the app with
 //!   `into_make_service_with_connect_info::<SocketAddr>()`; without it the
 //!   layer answers 500, saying so), or [`RateLimitLayer::key`].
+//! - Redis keys: `{prefix}{<identity>}:<name>`, prefix `ratelimit:` by
+//!   default ([`RateLimitLayer::prefix`]): the identity between braces (one
+//!   Cluster hash tag for all of a client's limits), then the limit's name.
+//!   Services in Python, Node.js and Rust that name the same limit for the
+//!   same client share one limiter.
 //! - A refusal is answered `429 Too Many Requests` with `Retry-After`
 //!   (seconds, rounded up) and the draft-10 `RateLimit-Policy` and
-//!   `RateLimit` headers; an allowed request reaches the handler and its
-//!   response carries `RateLimit-Policy` and `RateLimit` too.
-//! - Several policies ([`RateLimitLayer::and`]) are decided as one
-//!   (`RL.ALL`): a request counts against each only when all allow it, and
-//!   `RateLimit` names the binding one. Their keys share a hash tag,
-//!   `{prefix}:{<key>}:{policy}`, so they live in one Cluster slot.
-//! - When Redis is down or answers an error: fail closed (the default:
-//!   `503 Service Unavailable`, body `rate limiter unavailable`) or fail
-//!   open ([`RateLimitLayer::fail_open`]: the request goes through, without
-//!   rate-limit headers).
+//!   `RateLimit` headers; an allowed request reaches the handler, its
+//!   [`Decision`] in the request's extensions, and its response carries
+//!   `RateLimit-Policy` and `RateLimit` too.
+//! - Several limits ([`RateLimitLayer::and`]) are decided as one (`RL.ALL`):
+//!   a request counts against each only when all allow it, and `RateLimit`
+//!   names the binding one.
+//! - Redis unavailable (no answer within the client's timeout, a transport
+//!   error, `LOADING`...): fail closed (`503 Service Unavailable`,
+//!   `Retry-After: 1`, never 429) or open (the request reaches the handler,
+//!   its decision marked [`failed_open`](Decision::failed_open), without
+//!   rate-limit headers): the client's policy, or the layer's own
+//!   [`RateLimitLayer::fail_open`]. A server's refusal (a key of another
+//!   type, a limit past its cap) is a misconfiguration, never failed open:
+//!   `500`, the [`Error`] in the response's extensions.
+//! - At start-up, [`RateLimitLayer::check`] (axum has no start hook: await
+//!   it before serving) tries the limits once without taking: a limit the
+//!   server refuses fails the start with the server's words.
 //!
 //! ```no_run
 //! use axum::{routing::get, Router};
@@ -24,11 +36,10 @@
 //! use std::{net::SocketAddr, time::Duration};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let client = redis::Client::open("redis://127.0.0.1/")?;
-//! let limits = RateLimits::new(client.get_connection_manager().await?);
-//! let app = Router::new()
-//!     .route("/", get(|| async { "hello\n" }))
-//!     .layer(RateLimitLayer::new(limits, "api", Limit::gcra(10, Duration::from_secs(1))?));
+//! let limits = RateLimits::new(redis::Client::open("redis://127.0.0.1/")?);
+//! let limit = RateLimitLayer::new(limits, "api", Limit::gcra(10, Duration::from_secs(1))?)?;
+//! limit.check().await?;
+//! let app = Router::new().route("/", get(|| async { "hello\n" })).layer(limit);
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
 //! axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).await?;
 //! # Ok(())
@@ -43,14 +54,14 @@ use std::task::{Context, Poll};
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;
-use http::header::{HeaderName, HeaderValue, RETRY_AFTER};
+use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use http::{request::Parts, Request, Response, StatusCode};
 use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::aio::{AllOf, Limiter, RateLimits};
-use crate::conn::AsyncConnection;
-use crate::{headers, Decision, Error, Limit, Take};
+use crate::conn::AsyncConnector;
+use crate::{headers, params, Decision, Error, Limit, Take};
 
 /// `RateLimit-Policy`.
 pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
@@ -60,22 +71,12 @@ pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 type KeyFn = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
 type StatusFn = Arc<dyn Fn(StatusCode) -> bool + Send + Sync>;
 
-/// What the layer does when Redis is down or answers an error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnError {
-    /// Answer `503 Service Unavailable` (the default).
-    #[default]
-    FailClosed,
-    /// Let the request through, without rate-limit headers.
-    FailOpen,
-}
-
-enum Decide<C> {
+enum Decide<C: AsyncConnector> {
     One(Limiter<C>),
     All(AllOf<C>),
 }
 
-impl<C: AsyncConnection> Decide<C> {
+impl<C: AsyncConnector> Decide<C> {
     async fn call(&self, keys: &[String], take: Take) -> Result<Decision, Error> {
         match self {
             Decide::One(limiter) => limiter.call(&keys[0], take).await,
@@ -85,60 +86,100 @@ impl<C: AsyncConnection> Decide<C> {
             }
         }
     }
+
+    async fn check(&self, keys: &[String]) -> Result<(), Error> {
+        match self {
+            Decide::One(limiter) => limiter.check_key(&keys[0]).await,
+            Decide::All(all) => {
+                let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+                all.check_keys(&keys).await
+            }
+        }
+    }
 }
 
-struct Config<C> {
+struct Config<C: AsyncConnector> {
     decide: Decide<C>,
     names: Vec<String>,
     policy: HeaderValue,
     prefix: String,
     key: Option<KeyFn>,
-    on_error: OnError,
     refund_when: Option<StatusFn>,
 }
 
-/// The layer: build it with [`RateLimitLayer::new`], then add policies and
+/// The identity whose keys [`RateLimitLayer::check`] tries.
+const CHECK_IDENTITY: &str = "check";
+
+/// The default first part of every Redis key.
+pub const DEFAULT_PREFIX: &str = "ratelimit:";
+
+/// The Redis key of the limit `name` for `identity`:
+/// `{prefix}{<identity>}:<name>`.
+fn key_of(prefix: &str, identity: &str, name: &str) -> String {
+    format!("{prefix}{{{identity}}}:{name}")
+}
+
+/// The layer: build it with [`RateLimitLayer::new`], then add limits and
 /// choices; `Router::layer` (or `ServiceBuilder::layer`) applies it.
-pub struct RateLimitLayer<C> {
+pub struct RateLimitLayer<C: AsyncConnector> {
     limits: RateLimits<C>,
     policies: Vec<(String, Limit)>,
     prefix: String,
     key: Option<KeyFn>,
-    on_error: OnError,
+    fail_open: Option<bool>,
     refund_when: Option<StatusFn>,
 }
 
-impl<C: AsyncConnection> Clone for RateLimitLayer<C> {
+impl<C: AsyncConnector> Clone for RateLimitLayer<C> {
     fn clone(&self) -> Self {
         RateLimitLayer {
             limits: self.limits.clone(),
             policies: self.policies.clone(),
             prefix: self.prefix.clone(),
             key: self.key.clone(),
-            on_error: self.on_error,
+            fail_open: self.fail_open,
             refund_when: self.refund_when.clone(),
         }
     }
 }
 
-impl<C: AsyncConnection> RateLimitLayer<C> {
-    /// One policy, `name` (as the headers show it) applying `limit` to each
-    /// client IP, failing closed, keys `ratelimit:{<ip>}:<name>`.
-    pub fn new(limits: RateLimits<C>, name: &str, limit: Limit) -> RateLimitLayer<C> {
-        RateLimitLayer {
+impl<C: AsyncConnector> RateLimitLayer<C> {
+    /// One limit, `name` (as the keys and the headers show it) applying
+    /// `limit` to each client IP, keys `ratelimit:{<ip>}:<name>`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] (`name`) for a name that is empty or
+    /// holds anything but printable ASCII, or `"`, `\`, `{` or `}`.
+    pub fn new(limits: RateLimits<C>, name: &str, limit: Limit) -> Result<RateLimitLayer<C>, Error> {
+        params::name(name)?;
+        Ok(RateLimitLayer {
             limits,
             policies: vec![(name.to_string(), limit)],
-            prefix: "ratelimit".to_string(),
+            prefix: DEFAULT_PREFIX.to_string(),
             key: None,
-            on_error: OnError::FailClosed,
+            fail_open: None,
             refund_when: None,
-        }
+        })
     }
 
-    /// One more policy, decided with the others in one `RL.ALL`.
-    pub fn and(mut self, name: &str, limit: Limit) -> RateLimitLayer<C> {
+    /// One more limit, decided with the others in one `RL.ALL`.
+    ///
+    /// # Errors
+    ///
+    /// As [`RateLimitLayer::new`]; a name already given; more than 100
+    /// limits.
+    pub fn and(mut self, name: &str, limit: Limit) -> Result<RateLimitLayer<C>, Error> {
+        params::name(name)?;
+        if self.policies.iter().any(|(n, _)| n == name) {
+            return Err(Error::invalid(
+                "name",
+                format!("two limiters are named '{name}': give each its own name"),
+            ));
+        }
         self.policies.push((name.to_string(), limit));
-        self
+        crate::sync::all_of(self.policies.iter().map(|(_, l)| l))?;
+        Ok(self)
     }
 
     /// Key requests by `key` instead of by client IP: a user id, an API
@@ -152,22 +193,19 @@ impl<C: AsyncConnection> RateLimitLayer<C> {
         self
     }
 
-    /// The first part of every Redis key (default `ratelimit`).
+    /// The first part of every Redis key, as given (default
+    /// `ratelimit:`).
     pub fn prefix(mut self, prefix: &str) -> RateLimitLayer<C> {
         self.prefix = prefix.to_string();
         self
     }
 
-    /// Let requests through when Redis is down or errs (default: answer
-    /// 503).
-    pub fn fail_open(mut self) -> RateLimitLayer<C> {
-        self.on_error = OnError::FailOpen;
-        self
-    }
-
-    /// Choose what happens when Redis is down or errs.
-    pub fn on_error(mut self, on_error: OnError) -> RateLimitLayer<C> {
-        self.on_error = on_error;
+    /// This layer's failure policy, over its client's: `true` lets
+    /// requests through when Redis is unavailable (marked
+    /// [`failed_open`](Decision::failed_open), without rate-limit headers);
+    /// `false` answers 503 with `Retry-After: 1`.
+    pub fn fail_open(mut self, fail_open: bool) -> RateLimitLayer<C> {
+        self.fail_open = Some(fail_open);
         self
     }
 
@@ -182,13 +220,45 @@ impl<C: AsyncConnection> RateLimitLayer<C> {
         self
     }
 
+    /// The Redis keys of `identity`'s limits, in the order they were
+    /// given.
+    pub fn keys(&self, identity: &str) -> Vec<String> {
+        self.policies
+            .iter()
+            .map(|(name, _)| key_of(&self.prefix, identity, name))
+            .collect()
+    }
+
+    /// Try the limits once without taking (one `PEEK` of one unit on the
+    /// keys of the identity `check`, so an ACL on the prefix applies).
+    /// Await it before serving: axum has no start-up hook.
+    ///
+    /// # Errors
+    ///
+    /// What the server refuses ([`Error::ServerError`], its words: a cap
+    /// such as `sliding_log_max_limit`, the functions edition's narrower
+    /// ranges, a key of another type) fails the start. A server that does
+    /// not answer is no reason not to start: [`Error::Unavailable`] is
+    /// written to standard error, and `Ok` returned (the failure policy
+    /// applies to each request).
+    pub async fn check(&self) -> Result<(), Error> {
+        match self.config().decide.check(&self.keys(CHECK_IDENTITY)).await {
+            Err(e) if e.is_unavailable() => {
+                eprintln!("rate limit layer: start-up check: {e}; starting all the same");
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
     fn config(&self) -> Config<C> {
+        let limits = match self.fail_open {
+            Some(fail_open) => self.limits.clone().fail_open(fail_open),
+            None => self.limits.clone(),
+        };
         let decide = match &self.policies[..] {
-            [(_, limit)] => Decide::One(self.limits.limiter(*limit)),
-            many => Decide::All(AllOf::from_parts(
-                self.limits.clone(),
-                many.iter().map(|(_, l)| *l).collect(),
-            )),
+            [(_, limit)] => Decide::One(limits.limiter(*limit)),
+            many => Decide::All(AllOf::from_parts(limits, many.iter().map(|(_, l)| *l).collect())),
         };
         let pairs: Vec<(&str, &Limit)> = self.policies.iter().map(|(n, l)| (n.as_str(), l)).collect();
         Config {
@@ -198,13 +268,12 @@ impl<C: AsyncConnection> RateLimitLayer<C> {
                 .unwrap_or_else(|_| HeaderValue::from_static("")),
             prefix: self.prefix.clone(),
             key: self.key.clone(),
-            on_error: self.on_error,
             refund_when: self.refund_when.clone(),
         }
     }
 }
 
-impl<S, C: AsyncConnection> Layer<S> for RateLimitLayer<C> {
+impl<S, C: AsyncConnector> Layer<S> for RateLimitLayer<C> {
     type Service = RateLimit<S, C>;
 
     fn layer(&self, inner: S) -> RateLimit<S, C> {
@@ -216,12 +285,12 @@ impl<S, C: AsyncConnection> Layer<S> for RateLimitLayer<C> {
 }
 
 /// The service [`RateLimitLayer`] wraps around a handler.
-pub struct RateLimit<S, C> {
+pub struct RateLimit<S, C: AsyncConnector> {
     inner: S,
     config: Arc<Config<C>>,
 }
 
-impl<S: Clone, C> Clone for RateLimit<S, C> {
+impl<S: Clone, C: AsyncConnector> Clone for RateLimit<S, C> {
     fn clone(&self) -> Self {
         RateLimit {
             inner: self.inner.clone(),
@@ -233,10 +302,14 @@ impl<S: Clone, C> Clone for RateLimit<S, C> {
 fn plain(status: StatusCode, body: &'static str) -> Response<Body> {
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     response
 }
 
-impl<C: AsyncConnection> Config<C> {
+impl<C: AsyncConnector> Config<C> {
     fn set_headers(&self, response: &mut Response<Body>, decision: &Decision) {
         let name = self
             .names
@@ -254,10 +327,10 @@ impl<C: AsyncConnection> Config<C> {
         }
     }
 
-    fn keys(&self, key: &str) -> Vec<String> {
+    fn keys(&self, identity: &str) -> Vec<String> {
         self.names
             .iter()
-            .map(|name| format!("{}:{{{key}}}:{name}", self.prefix))
+            .map(|name| key_of(&self.prefix, identity, name))
             .collect()
     }
 }
@@ -266,7 +339,7 @@ impl<S, C, B> Service<Request<B>> for RateLimit<S, C>
 where
     S: Service<Request<B>, Response = Response<Body>> + Clone + Send + 'static,
     S::Future: Send + 'static,
-    C: AsyncConnection,
+    C: AsyncConnector,
     B: Send + 'static,
 {
     type Response = Response<Body>;
@@ -297,23 +370,34 @@ where
                     }
                 },
             };
-            let request = Request::from_parts(parts, body);
+            let mut request = Request::from_parts(parts, body);
             let Some(key) = key else {
                 return inner.call(request).await;
             };
             let keys = config.keys(&key);
             let decision = match config.decide.call(&keys, Take::one()).await {
                 Ok(decision) => decision,
-                Err(_) => {
-                    return match config.on_error {
-                        OnError::FailClosed => Ok(plain(
-                            StatusCode::SERVICE_UNAVAILABLE,
-                            "rate limiter unavailable\n",
-                        )),
-                        OnError::FailOpen => inner.call(request).await,
-                    }
+                Err(e) if e.is_unavailable() => {
+                    // Failing closed (failing open, the client answered a
+                    // decision): not a refusal of this client, no 429.
+                    let mut response = plain(StatusCode::SERVICE_UNAVAILABLE, "rate limiter unavailable\n");
+                    response
+                        .headers_mut()
+                        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+                    return Ok(response);
+                }
+                Err(e) => {
+                    // A misconfiguration, never an outage: the error goes
+                    // to the framework with the response.
+                    let mut response = plain(StatusCode::INTERNAL_SERVER_ERROR, "internal server error\n");
+                    response.extensions_mut().insert(e);
+                    return Ok(response);
                 }
             };
+            request.extensions_mut().insert(decision);
+            if decision.failed_open {
+                return inner.call(request).await;
+            }
             if !decision.allowed {
                 let mut response = plain(StatusCode::TOO_MANY_REQUESTS, "too many requests\n");
                 config.set_headers(&mut response, &decision);

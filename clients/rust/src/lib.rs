@@ -13,10 +13,10 @@
 //! use std::time::Duration;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let con = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
-//! let limits = RateLimits::new(con);
+//! let limits = RateLimits::new(redis::Client::open("redis://127.0.0.1/")?);
 //! // 10 requests per second, 20 at once from rest.
 //! let api = limits.limiter(Limit::gcra_with_burst(10, Duration::from_secs(1), 20)?);
+//! api.check()?; // at start-up: the server accepts it
 //! let d = api.take("user:42")?;
 //! println!("allowed {} remaining {} retry after {:?}", d.allowed, d.remaining, d.retry_after);
 //! # Ok(())
@@ -25,25 +25,40 @@
 //!
 //! # Clients
 //!
-//! - [`RateLimits`]: blocking, over [`redis::Connection`] or
-//!   [`redis::cluster::ClusterConnection`].
-//! - [`aio::RateLimits`] (feature `tokio`, default): async, over
-//!   [`redis::aio::ConnectionManager`], [`redis::aio::MultiplexedConnection`]
-//!   or [`redis::cluster_async::ClusterConnection`].
+//! - [`RateLimits`]: blocking, over connections it opens from a
+//!   [`redis::Client`] or a [`redis::cluster::ClusterClient`].
+//! - [`aio::RateLimits`] (feature `tokio`, default): async, over a
+//!   multiplexed connection it opens from a [`redis::Client`], an async
+//!   cluster connection from a [`redis::cluster::ClusterClient`], or a
+//!   connection of your own ([`redis::aio::ConnectionManager`],
+//!   [`redis::aio::MultiplexedConnection`],
+//!   [`redis::cluster_async::ClusterConnection`]).
 //! - [`layer::RateLimitLayer`] (feature `axum`, default): a tower layer for
 //!   axum, keyed by client IP or any function of the request.
 //!
 //! A client binds [`Limit`]s ([`RateLimits::limiter`]), several limits
 //! decided as one ([`RateLimits::all_of`]) and leases of work in flight
 //! ([`RateLimits::concurrency`]). Every call is sent with `MS`, so durations
-//! are whole milliseconds (at least 1 ms); parameters are checked when a
-//! limit is built, before any call.
+//! are whole milliseconds; every parameter is checked against its range
+//! (upper bounds included) before anything is sent.
+//!
+//! # Deadline, failure policy, recovery
+//!
+//! Every call is bounded as a whole by the client's `timeout` (default
+//! 250 ms): connecting, the backend search, sending, the reply, a reload
+//! and its one retry. Past it, the call is [`Error::Unavailable`]; with
+//! `fail_open(true)`, a call that answers a decision answers an allowed one
+//! instead, marked [`Decision::failed_open`]. A server's refusal
+//! ([`Error::ServerError`]) is never failed open. A call whose answer is
+//! lost is never sent again. After a restart or a dropped connection, the
+//! first call once the server answers goes through a new connection.
 //!
 //! # Backends
 //!
 //! Found on a client's first call, then kept for its life:
 //!
-//! 1. the module, when `COMMAND INFO rl.gcra` knows the command: `RL.*`;
+//! 1. the module, when `RL.GCRA` without arguments answers its wrong number
+//!    of arguments: `RL.*`;
 //! 2. else the functions library `ratelimit` when `FCALL rl_version 0`
 //!    answers this client's version: `FCALL rl_<name> ...`;
 //! 3. else the client loads the library it ships (`FUNCTION LOAD REPLACE`,
@@ -65,9 +80,12 @@
 //!
 //! # Errors
 //!
-//! A server's error reply (a bad argument, a key of another algorithm) is
-//! [`Error::Server`] with the server's code and message; a failed
-//! connection is [`Error::Redis`].
+//! The contract's three classes (clients/contract/errors.json), as the
+//! variants of [`Error`] ([`RateLimitError`]): [`Error::InvalidParameter`]
+//! (refused before sending), [`Error::ServerError`] (the server refused
+//! the call: its code and words), [`Error::Unavailable`] (no answer in
+//! time, a transport error, or an error reply such as `LOADING` that says
+//! the server cannot serve now).
 #![warn(missing_docs)]
 
 mod backend;
@@ -77,7 +95,10 @@ mod decision;
 mod error;
 pub mod headers;
 mod limit;
+mod memory;
+mod params;
 mod sync;
+mod transport;
 
 #[cfg(feature = "tokio")]
 pub mod aio;
@@ -86,10 +107,10 @@ pub mod layer;
 
 pub use backend::{library_source, Backend, VERSION};
 #[cfg(feature = "tokio")]
-pub use conn::AsyncConnection;
-pub use conn::SyncConnection;
+pub use conn::{AsyncConnection, AsyncConnector};
+pub use conn::{Connector, SyncConnection};
 pub use decision::Decision;
-pub use error::Error;
+pub use error::{Error, RateLimitError};
 pub use limit::{ConcurrencyLimit, Limit, Take};
 pub use sync::{AllOf, Concurrency, Lease, Limiter, Prepared, RateLimits};
 
@@ -120,11 +141,8 @@ impl<L> Acquisition<L> {
 /// `Clone` and `Debug` for the types bound to a client, whatever the
 /// connection's own traits.
 macro_rules! bound_impls {
-    ($name:ident { $limits:ident, $field:ident }) => {
-        impl<C> Clone for $name<C>
-        where
-            RateLimits<C>: Clone,
-        {
+    ($bound:path, $name:ident { $limits:ident, $field:ident }) => {
+        impl<C: $bound> Clone for $name<C> {
             fn clone(&self) -> Self {
                 $name {
                     $limits: self.$limits.clone(),
@@ -133,7 +151,7 @@ macro_rules! bound_impls {
             }
         }
 
-        impl<C> std::fmt::Debug for $name<C> {
+        impl<C: $bound> std::fmt::Debug for $name<C> {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.debug_struct(stringify!($name))
                     .field(stringify!($field), &self.$field)

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::Error;
+use crate::{params, Error};
 
 /// The algorithm of a [`Limit`], with its parameters as the server takes
 /// them (durations in milliseconds: every call is sent with `MS`).
@@ -33,11 +33,12 @@ pub(crate) enum Algorithm {
 /// [`RateLimits::limiter`](crate::RateLimits::limiter) (or the async
 /// client's) to make calls.
 ///
-/// Every constructor checks its parameters before any call: a count of 0,
-/// or a duration that is not a whole number of milliseconds of at least
-/// 1 ms, is an [`Error::InvalidParameter`] naming the parameter. Upper
-/// bounds are the server's (see docs/commands/): a value past them is an
-/// [`Error::Server`] on the first call, carrying the server's message.
+/// Every constructor checks each parameter against its range before any
+/// call (clients/contract/ranges.json), upper bounds included: a value out
+/// of range, or a duration that is not a whole number of milliseconds, is
+/// an [`Error::InvalidParameter`] in the words the user wrote. What only
+/// the server knows (its `sliding_log_max_limit`, the functions edition's
+/// narrower ranges) is found by [`Limiter::check`](crate::Limiter::check).
 ///
 /// ```
 /// use redis_ratelimit_client::Limit;
@@ -46,49 +47,24 @@ pub(crate) enum Algorithm {
 /// // 10 per second, at most 20 at once from rest.
 /// let api = Limit::gcra_with_burst(10, Duration::from_secs(1), 20).unwrap();
 /// assert_eq!(api.limit(), 20);
-/// // A zero rate names the parameter.
-/// let err = Limit::gcra(0, Duration::from_secs(1)).unwrap_err();
-/// assert_eq!(err.to_string(), "invalid parameter `rate`: must be at least 1, got 0");
+/// // Out of range: the parameter, its range and the value.
+/// let err = Limit::gcra(u64::MAX, Duration::from_secs(1)).unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     "rate must be an integer from 1 to 1000000000, got 18446744073709551615"
+/// );
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Limit {
     pub(crate) algorithm: Algorithm,
 }
 
-/// A duration as the server takes it with `MS`: a whole number of
-/// milliseconds, at least 1.
-pub(crate) fn millis(name: &'static str, d: Duration) -> Result<u64, Error> {
-    if !d.subsec_nanos().is_multiple_of(1_000_000) {
-        return Err(Error::invalid(
-            name,
-            format!("must be a whole number of milliseconds, got {d:?}"),
-        ));
-    }
-    let ms = d.as_millis();
-    if ms == 0 {
-        return Err(Error::invalid(
-            name,
-            "must be at least 1 ms, got 0 ms".to_string(),
-        ));
-    }
-    u64::try_from(ms).map_err(|_| Error::invalid(name, format!("is too large: {d:?}")))
+fn count(name: &'static str, value: u64) -> Result<u64, Error> {
+    params::count(name, value, 1, params::COUNT_MAX)
 }
 
-/// Like [`millis`], 0 allowed (a `WAIT` of no time at all).
-pub(crate) fn millis_or_zero(name: &'static str, d: Duration) -> Result<u64, Error> {
-    if d.is_zero() {
-        Ok(0)
-    } else {
-        millis(name, d)
-    }
-}
-
-fn at_least_one(name: &'static str, n: u64) -> Result<u64, Error> {
-    if n == 0 {
-        Err(Error::invalid(name, "must be at least 1, got 0".to_string()))
-    } else {
-        Ok(n)
-    }
+fn window(name: &'static str, d: Duration) -> Result<u64, Error> {
+    params::millis(name, d, 1, params::MS_MAX)
 }
 
 impl Limit {
@@ -111,9 +87,9 @@ impl Limit {
     ///
     /// [`Error::InvalidParameter`] naming `rate`, `per` or `burst`.
     pub fn gcra_with_burst(rate: u64, per: Duration, burst: u64) -> Result<Limit, Error> {
-        let count = at_least_one("rate", rate)?;
-        let period_ms = millis("per", per)?;
-        let burst = at_least_one("burst", burst)?;
+        let count = count("rate", rate)?;
+        let period_ms = window("per", per)?;
+        let burst = self::count("burst", burst)?;
         Ok(Limit {
             algorithm: Algorithm::Gcra {
                 max_burst: burst - 1,
@@ -132,9 +108,9 @@ impl Limit {
     pub fn token_bucket(capacity: u64, refill: u64, per: Duration) -> Result<Limit, Error> {
         Ok(Limit {
             algorithm: Algorithm::TokenBucket {
-                capacity: at_least_one("capacity", capacity)?,
-                refill: at_least_one("refill", refill)?,
-                per_ms: millis("per", per)?,
+                capacity: count("capacity", capacity)?,
+                refill: count("refill", refill)?,
+                per_ms: window("per", per)?,
             },
         })
     }
@@ -148,14 +124,16 @@ impl Limit {
     pub fn fixed_window(limit: u64, window: Duration) -> Result<Limit, Error> {
         Ok(Limit {
             algorithm: Algorithm::Fixed {
-                limit: at_least_one("limit", limit)?,
-                window_ms: millis("window", window)?,
+                limit: count("limit", limit)?,
+                window_ms: self::window("window", window)?,
             },
         })
     }
 
     /// At most `limit` in any `window`, exactly: a log of instants
-    /// (`RL.SLIDING_LOG`).
+    /// (`RL.SLIDING_LOG`). `limit` is at most 1,000,000; the server's own
+    /// cap (10,000 unless raised) is checked by
+    /// [`Limiter::check`](crate::Limiter::check).
     ///
     /// # Errors
     ///
@@ -163,8 +141,8 @@ impl Limit {
     pub fn sliding_log(limit: u64, window: Duration) -> Result<Limit, Error> {
         Ok(Limit {
             algorithm: Algorithm::SlidingLog {
-                limit: at_least_one("limit", limit)?,
-                window_ms: millis("window", window)?,
+                limit: params::count("limit", limit, 1, params::CAP_MAX)?,
+                window_ms: self::window("window", window)?,
             },
         })
     }
@@ -178,8 +156,8 @@ impl Limit {
     pub fn sliding_counter(limit: u64, window: Duration) -> Result<Limit, Error> {
         Ok(Limit {
             algorithm: Algorithm::SlidingCounter {
-                limit: at_least_one("limit", limit)?,
-                window_ms: millis("window", window)?,
+                limit: count("limit", limit)?,
+                window_ms: self::window("window", window)?,
             },
         })
     }
@@ -303,8 +281,8 @@ impl ConcurrencyLimit {
     /// [`Error::InvalidParameter`] naming `limit` or `timeout`.
     pub fn new(limit: u64, timeout: Duration) -> Result<ConcurrencyLimit, Error> {
         Ok(ConcurrencyLimit {
-            limit: at_least_one("limit", limit)?,
-            timeout_ms: millis("timeout", timeout)?,
+            limit: params::count("limit", limit, 1, params::CAP_MAX)?,
+            timeout_ms: window("timeout", timeout)?,
         })
     }
 
@@ -449,7 +427,8 @@ impl Take {
     /// Reserve the earliest slot within `max_wait` (`WAIT`): allowed with
     /// [`Decision::retry_after`](crate::Decision::retry_after) the time to
     /// wait before doing the work. GCRA, token bucket and sliding log only.
-    /// `max_wait` is a whole number of milliseconds (0 allowed).
+    /// `max_wait` (the contract's `wait`) is a whole number of
+    /// milliseconds, 0 allowed.
     pub fn wait(mut self, max_wait: Duration) -> Take {
         self.mode = Mode::Wait(max_wait);
         self
@@ -479,9 +458,17 @@ impl Take {
         self.mode == Mode::AtMost
     }
 
-    /// The quantity and options after a command's parameters.
+    /// A plain take, whose refusal the local memory may keep: units taken
+    /// (not a query), nothing asked but the take itself (`BLOCK` aside,
+    /// which only lengthens the refusal the server answers).
+    pub(crate) fn is_plain(&self) -> bool {
+        self.n > 0 && !self.peek && self.mode == Mode::Take
+    }
+
+    /// The quantity and options after a command's parameters, each checked
+    /// against its range.
     pub(crate) fn args(&self, out: &mut Vec<Arg>) -> Result<(), Error> {
-        out.push(Arg::Int(self.n));
+        out.push(Arg::Int(params::count("n", self.n, 0, params::COUNT_MAX)?));
         out.push(Arg::Word("MS"));
         if self.peek {
             out.push(Arg::Word("PEEK"));
@@ -493,12 +480,12 @@ impl Take {
             Mode::AtMost => out.push(Arg::Word("AT_MOST")),
             Mode::Wait(max_wait) => {
                 out.push(Arg::Word("WAIT"));
-                out.push(Arg::Int(millis_or_zero("max_wait", max_wait)?));
+                out.push(Arg::Int(params::millis("wait", max_wait, 0, params::MS_MAX)?));
             }
         }
         if let Some(duration) = self.block {
             out.push(Arg::Word("BLOCK"));
-            out.push(Arg::Int(millis("block", duration)?));
+            out.push(Arg::Int(params::millis("block", duration, 1, params::MS_MAX)?));
         }
         Ok(())
     }
@@ -561,52 +548,6 @@ mod tests {
     }
 
     #[test]
-    fn bad_parameters_name_themselves() {
-        let s = Duration::from_secs(1);
-        let msg = |r: Result<Limit, Error>| r.unwrap_err().to_string();
-        assert_eq!(
-            msg(Limit::gcra(0, s)),
-            "invalid parameter `rate`: must be at least 1, got 0"
-        );
-        assert_eq!(
-            msg(Limit::gcra_with_burst(1, s, 0)),
-            "invalid parameter `burst`: must be at least 1, got 0"
-        );
-        assert_eq!(
-            msg(Limit::gcra(1, Duration::from_micros(1500))),
-            "invalid parameter `per`: must be a whole number of milliseconds, got 1.5ms"
-        );
-        assert_eq!(
-            msg(Limit::gcra(1, Duration::ZERO)),
-            "invalid parameter `per`: must be at least 1 ms, got 0 ms"
-        );
-        assert_eq!(
-            msg(Limit::token_bucket(0, 1, s)),
-            "invalid parameter `capacity`: must be at least 1, got 0"
-        );
-        assert_eq!(
-            msg(Limit::token_bucket(1, 0, s)),
-            "invalid parameter `refill`: must be at least 1, got 0"
-        );
-        assert_eq!(
-            msg(Limit::fixed_window(0, s)),
-            "invalid parameter `limit`: must be at least 1, got 0"
-        );
-        assert_eq!(
-            msg(Limit::sliding_log(1, Duration::from_nanos(1))),
-            "invalid parameter `window`: must be a whole number of milliseconds, got 1ns"
-        );
-        assert_eq!(
-            msg(Limit::sliding_counter(0, s)),
-            "invalid parameter `limit`: must be at least 1, got 0"
-        );
-        assert_eq!(
-            ConcurrencyLimit::new(1, Duration::ZERO).unwrap_err().to_string(),
-            "invalid parameter `timeout`: must be at least 1 ms, got 0 ms"
-        );
-    }
-
-    #[test]
     fn options_as_sent() {
         let args = |t: Take| {
             let mut out = Vec::new();
@@ -652,7 +593,7 @@ mod tests {
             args(Take::one().block(Duration::from_micros(10)))
                 .unwrap_err()
                 .to_string(),
-            "invalid parameter `block`: must be a whole number of milliseconds, got 10µs"
+            "block must be a whole number of milliseconds, got 0.01 ms"
         );
     }
 }

@@ -1,37 +1,57 @@
 //! The blocking client.
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use redis::Value;
+use redis::{Cmd, RedisFuture, Value};
 
 use crate::backend::Backend;
-use crate::call::{self, Found, Plan};
-use crate::conn::SyncConnection;
+use crate::call::{self, Plan, Policy, Sender};
+use crate::conn::Connector;
+use crate::error::reply_text;
 use crate::limit::{ConcurrencyLimit, Limit, Take};
-use crate::{Acquisition, Decision, Error};
+use crate::{params, Acquisition, Decision, Error};
 
-struct Shared<C> {
-    conn: Mutex<C>,
+struct Shared<C: Connector> {
+    connector: C,
+    /// Connections not in use: one per thread that called at once.
+    idle: Mutex<Vec<C::Connection>>,
     backend: OnceLock<Backend>,
+    /// One search at a time: concurrent first calls wait for it.
+    search: Mutex<()>,
 }
 
-/// The blocking client: wraps one connection ([`redis::Connection`],
-/// [`redis::cluster::ClusterConnection`], or any [`SyncConnection`]) and the
-/// backend found on its first call.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The blocking client: opens its connections from a [`redis::Client`]
+/// (or a [`redis::cluster::ClusterClient`], or any [`Connector`]) when a
+/// call needs one, and finds the backend on its first call.
 ///
-/// Cheap to clone (the clones share the connection, behind a mutex, and
-/// the backend), `Send` and `Sync` when the connection is `Send`: share
-/// one across threads, or open one per thread for calls in parallel.
+/// Every call is bounded as a whole by [`timeout`](RateLimits::timeout)
+/// (default 250 ms): connecting, the backend search, sending, the reply, a
+/// reload and its one retry. When it passes, the call ends with
+/// [`Error::Unavailable`] (`rate limiter unavailable: no answer within 250
+/// ms`), or with an allowed decision marked
+/// [`failed_open`](Decision::failed_open) if the client
+/// [fails open](RateLimits::fail_open). A connection that failed or timed
+/// out is dropped and the next call opens another, at once: after a
+/// restart, the first call once the server answers goes through.
+///
+/// Cheap to clone (the clones share the connections, the backend and the
+/// local memory; each has its own options), `Send` and `Sync`: threads
+/// calling at once use one connection each.
 ///
 /// ```no_run
 /// use redis_ratelimit_client::{Limit, RateLimits};
 /// use std::time::Duration;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let con = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
-/// let limits = RateLimits::new(con);
+/// let limits = RateLimits::new(redis::Client::open("redis://127.0.0.1/")?)
+///     .timeout(Duration::from_millis(100))?;
 /// let api = limits.limiter(Limit::gcra_with_burst(10, Duration::from_secs(1), 20)?);
+/// api.check()?; // at start-up: the server accepts this limiter
 /// let decision = api.take("user:42")?;
 /// if !decision.allowed {
 ///     println!("retry in {:?}", decision.retry_after);
@@ -39,45 +59,84 @@ struct Shared<C> {
 /// # Ok(())
 /// # }
 /// ```
-pub struct RateLimits<C> {
+pub struct RateLimits<C: Connector> {
     shared: Arc<Shared<C>>,
+    policy: Policy,
 }
 
-impl<C> Clone for RateLimits<C> {
+impl<C: Connector> Clone for RateLimits<C> {
     fn clone(&self) -> Self {
         RateLimits {
             shared: Arc::clone(&self.shared),
+            policy: self.policy.clone(),
         }
     }
 }
 
-impl<C> std::fmt::Debug for RateLimits<C> {
+impl<C: Connector> std::fmt::Debug for RateLimits<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RateLimits")
             .field("backend", &self.shared.backend.get())
+            .field("timeout", &self.policy.timeout)
+            .field("fail_open", &self.policy.fail_open)
             .finish_non_exhaustive()
     }
 }
 
-impl<C: SyncConnection> RateLimits<C> {
-    /// A client over `conn`. Nothing is sent until the first call.
-    pub fn new(conn: C) -> RateLimits<C> {
+/// One call's sender: a connection, bounded by the call's deadline.
+struct SyncSender<C: Connector> {
+    con: C::Connection,
+    deadline: Instant,
+    /// A transport error: the connection is dropped, not reused.
+    broken: bool,
+    /// The deadline passed.
+    timed_out: bool,
+}
+
+impl<C: Connector> Sender for SyncSender<C> {
+    fn send<'a>(&'a mut self, cmd: &'a Cmd, key: Option<&'a str>) -> RedisFuture<'a, Value> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        let reply = if left.is_zero() {
+            self.timed_out = true;
+            Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into())
+        } else {
+            let reply = C::send(&mut self.con, cmd, key, left);
+            if let Err(e) = &reply {
+                if reply_text(e).is_none() {
+                    self.broken = true;
+                    self.timed_out |= e.is_timeout();
+                }
+            }
+            reply
+        };
+        Box::pin(std::future::ready(reply))
+    }
+}
+
+impl<C: Connector> RateLimits<C> {
+    /// A client over `connector`. Nothing is sent (no connection is
+    /// opened) until the first call.
+    pub fn new(connector: C) -> RateLimits<C> {
         RateLimits {
             shared: Arc::new(Shared {
-                conn: Mutex::new(conn),
+                connector,
+                idle: Mutex::new(Vec::new()),
                 backend: OnceLock::new(),
+                search: Mutex::new(()),
             }),
+            policy: Policy::default(),
         }
     }
+
+    crate::call::policy_options!();
 
     /// The backend, found now if no call has found it yet.
     ///
     /// # Errors
     ///
-    /// [`Error::Redis`] when the connection fails.
+    /// [`Error::Unavailable`] when the server does not answer in time.
     pub fn backend(&self) -> Result<Backend, Error> {
-        let mut conn = self.lock();
-        self.backend_with(&mut conn)
+        self.with_sender(|limits, sender| limits.backend_with(sender))
     }
 
     /// A limiter of `limit`, bound to this client.
@@ -96,19 +155,15 @@ impl<C: SyncConnection> RateLimits<C> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidParameter`] (`limits`) for an empty list.
+    /// [`Error::InvalidParameter`] (`limiters`) for none, or more than 100.
     pub fn all_of<I>(&self, limits: I) -> Result<AllOf<C>, Error>
     where
         I: IntoIterator,
         I::Item: AsRef<Limit>,
     {
-        let limits: Vec<Limit> = limits.into_iter().map(|l| *l.as_ref()).collect();
-        if limits.is_empty() {
-            return Err(Error::invalid("limits", "at least one limit".to_string()));
-        }
         Ok(AllOf {
             limits: self.clone(),
-            all: limits,
+            all: all_of(limits)?,
         })
     }
 
@@ -120,58 +175,121 @@ impl<C: SyncConnection> RateLimits<C> {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, C> {
-        self.shared.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    /// An open connection: an idle one still open, or a new one within
+    /// the time left.
+    fn checkout(&self, deadline: Instant) -> Result<C::Connection, Error> {
+        loop {
+            let idle = lock(&self.shared.idle).pop();
+            let Some(mut con) = idle else { break };
+            if C::is_open(&mut con) {
+                return Ok(con);
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::deadline(self.policy.timeout));
+        }
+        self.shared.connector.connect(left).map_err(|e| {
+            if e.is_timeout() {
+                Error::deadline(self.policy.timeout)
+            } else {
+                e.into()
+            }
+        })
     }
 
-    fn backend_with(&self, conn: &mut C) -> Result<Backend, Error> {
+    /// Run `f` over a connection, within the deadline of one call; the
+    /// connection is kept for the next call unless it failed.
+    fn with_sender<T>(
+        &self,
+        f: impl FnOnce(&Self, &mut SyncSender<C>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let deadline = Instant::now() + self.policy.timeout;
+        let mut sender = SyncSender::<C> {
+            con: self.checkout(deadline)?,
+            deadline,
+            broken: false,
+            timed_out: false,
+        };
+        let result = f(self, &mut sender);
+        if !sender.broken {
+            lock(&self.shared.idle).push(sender.con);
+        }
+        match result {
+            Err(e) if sender.timed_out && e.is_unavailable() => Err(Error::deadline(self.policy.timeout)),
+            other => other,
+        }
+    }
+
+    fn backend_with(&self, sender: &mut SyncSender<C>) -> Result<Backend, Error> {
         if let Some(b) = self.shared.backend.get() {
             return Ok(*b);
         }
-        let mut found = call::LAST_RESORT;
-        for probe in call::probes() {
-            if let Found::Backend(b) = probe.answer(call::checked(conn.send(&probe.cmd, None)))? {
-                found = b;
-                break;
-            }
+        let _one_search = lock(&self.shared.search);
+        if let Some(b) = self.shared.backend.get() {
+            return Ok(*b);
         }
+        let found = call::ready(call::search(sender))?;
         Ok(*self.shared.backend.get_or_init(|| found))
     }
 
-    /// Send `plan` over `keys` on the backend; reload a lost library or
-    /// script and send again, once.
+    /// Send `plan` over `keys` on the backend (found first if need be).
     fn run(&self, plan: &Plan, keys: &[&str]) -> Result<Value, Error> {
-        let mut conn = self.lock();
-        let backend = self.backend_with(&mut conn)?;
-        let cmd = plan.cmd(backend, keys);
-        let key = keys.first().copied();
-        match call::checked(conn.send(&cmd, key)) {
-            Ok(v) => Ok(v),
-            Err(e) => match call::recovery(backend, plan.command, &e) {
-                Some(reload) => {
-                    call::checked(conn.send(&reload, None))?;
-                    Ok(call::checked(conn.send(&cmd, key))?)
-                }
-                None => Err(e.into()),
-            },
-        }
+        call::check_keys(keys)?;
+        self.with_sender(|limits, sender| {
+            let backend = limits.backend_with(sender)?;
+            call::ready(call::exchange(sender, backend, plan, keys))
+        })
     }
 
+    /// A decision: remembered locally, or the server's, or the failure
+    /// policy's.
     fn decide(&self, plan: &Plan, keys: &[&str]) -> Result<(Decision, i64), Error> {
-        plan.decision(&self.run(plan, keys)?)
+        call::check_keys(keys)?;
+        if let Some(d) = self.policy.recall(plan, keys) {
+            return Ok((d, 0));
+        }
+        let outcome = self.run(plan, keys);
+        self.policy.settle(plan, keys, outcome)
     }
+
+    /// One PEEK of one unit: what the server refuses (a cap, a range, a
+    /// key of another type) is raised.
+    fn check(&self, plan: &Plan, keys: &[&str]) -> Result<(), Error> {
+        plan.decision(&self.run(plan, keys)?).map(drop)
+    }
+}
+
+/// The limits of an `all_of`: 1 to 100.
+pub(crate) fn all_of<I>(limits: I) -> Result<Vec<Limit>, Error>
+where
+    I: IntoIterator,
+    I::Item: AsRef<Limit>,
+{
+    let limits: Vec<Limit> = limits.into_iter().map(|l| *l.as_ref()).collect();
+    if limits.is_empty() || limits.len() > params::ALL_OF_MAX {
+        return Err(Error::invalid(
+            "limiters",
+            format!(
+                "all_of needs 1 to {} limiters, got {}",
+                params::ALL_OF_MAX,
+                limits.len()
+            ),
+        ));
+    }
+    Ok(limits)
 }
 
 /// A [`Limit`] bound to a client: every call takes the key of the limiter
 /// it counts against (one key per user, per API key, per route...).
 ///
 /// Each call is one command, sent with `MS`; its reply is a [`Decision`].
-pub struct Limiter<C> {
+pub struct Limiter<C: Connector> {
     limits: RateLimits<C>,
     limit: Limit,
 }
 
-impl<C: SyncConnection> Limiter<C> {
+impl<C: Connector> Limiter<C> {
     /// The limit this limiter applies.
     pub fn limit(&self) -> &Limit {
         &self.limit
@@ -181,8 +299,9 @@ impl<C: SyncConnection> Limiter<C> {
     ///
     /// # Errors
     ///
-    /// [`Error::Server`] with the server's message, [`Error::Redis`] when
-    /// the connection fails.
+    /// [`Error::ServerError`] with the server's words, [`Error::Unavailable`] when
+    /// the server does not answer in time (or, failing open, an allowed
+    /// decision marked `failed_open`).
     pub fn take(&self, key: &str) -> Result<Decision, Error> {
         self.call(key, Take::one())
     }
@@ -266,6 +385,29 @@ impl<C: SyncConnection> Limiter<C> {
         self.limits.decide(&plan, &[key]).map(|(d, _)| d)
     }
 
+    /// Whether the server accepts this limiter: one `PEEK` of one unit on
+    /// `ratelimit:{check}:1`. Run it at start-up.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ServerError`] with the server's words for a limiter it
+    /// refuses (its `sliding_log_max_limit`, the functions edition's
+    /// narrower ranges); [`Error::Unavailable`] (never failed open).
+    pub fn check(&self) -> Result<(), Error> {
+        self.check_key(&call::check_keys_for(1)[0])
+    }
+
+    /// [`Limiter::check`] on `key` (an ACL on a prefix applies; a key of
+    /// another type is refused).
+    ///
+    /// # Errors
+    ///
+    /// As [`Limiter::check`].
+    pub fn check_key(&self, key: &str) -> Result<(), Error> {
+        let plan = Plan::rate(&self.limit, &Take::one().peek())?;
+        self.limits.check(&plan, &[key])
+    }
+
     /// The command of a call, for a pipeline or a `MULTI` of your own
     /// (with a read of the key, say): send [`Prepared::cmd`], then read its
     /// reply with [`Prepared::decision`]. The backend is found first if no
@@ -277,6 +419,7 @@ impl<C: SyncConnection> Limiter<C> {
     /// As [`Limiter::call`].
     pub fn prepare(&self, key: &str, take: Take) -> Result<Prepared, Error> {
         let plan = Plan::rate(&self.limit, &take)?;
+        call::check_keys(&[key])?;
         let backend = self.limits.backend()?;
         Ok(Prepared::new(plan.cmd(backend, &[key]), plan))
     }
@@ -313,7 +456,7 @@ impl Prepared {
     ///
     /// # Errors
     ///
-    /// [`Error::Server`] when the reply is an error; [`Error::Reply`] for a
+    /// [`Error::ServerError`] when the reply is an error; [`Error::Reply`] for a
     /// reply of another shape.
     pub fn decision(&self, reply: &Value) -> Result<Decision, Error> {
         let reply = call::checked(Ok(reply.clone()))?;
@@ -322,12 +465,12 @@ impl Prepared {
 }
 
 /// Several limits decided as one (`RL.ALL`), bound to a client.
-pub struct AllOf<C> {
+pub struct AllOf<C: Connector> {
     limits: RateLimits<C>,
     all: Vec<Limit>,
 }
 
-impl<C: SyncConnection> AllOf<C> {
+impl<C: Connector> AllOf<C> {
     /// The limits, in the order of the keys.
     pub fn limits(&self) -> &[Limit] {
         &self.all
@@ -339,8 +482,8 @@ impl<C: SyncConnection> AllOf<C> {
     /// # Errors
     ///
     /// [`Error::InvalidParameter`] (`keys`) when there is not one key per
-    /// limit; [`Error::Server`] (`CROSSSLOT` in a Cluster when the keys do
-    /// not share a slot), [`Error::Redis`].
+    /// limit; [`Error::ServerError`] (`CROSSSLOT` in a Cluster when the keys do
+    /// not share a slot), [`Error::Unavailable`].
     pub fn take(&self, keys: &[&str]) -> Result<Decision, Error> {
         self.call(keys, Take::one())
     }
@@ -354,15 +497,36 @@ impl<C: SyncConnection> AllOf<C> {
         let plan = Plan::all(&self.all, keys.len(), &take)?;
         self.limits.decide(&plan, keys).map(|(d, _)| d)
     }
+
+    /// Whether the server accepts these limiters: one `PEEK` of one unit
+    /// on `ratelimit:{check}:1`, `ratelimit:{check}:2`, ...
+    ///
+    /// # Errors
+    ///
+    /// As [`Limiter::check`].
+    pub fn check(&self) -> Result<(), Error> {
+        let keys = call::check_keys_for(self.all.len());
+        self.check_keys(&keys.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    /// [`AllOf::check`] on `keys`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Limiter::check`].
+    pub fn check_keys(&self, keys: &[&str]) -> Result<(), Error> {
+        let plan = Plan::all(&self.all, keys.len(), &Take::one().peek())?;
+        self.limits.check(&plan, keys)
+    }
 }
 
 /// Leases of work in flight (`RL.CONCURRENCY`), bound to a client.
-pub struct Concurrency<C> {
+pub struct Concurrency<C: Connector> {
     limits: RateLimits<C>,
     limit: ConcurrencyLimit,
 }
 
-impl<C: SyncConnection> Concurrency<C> {
+impl<C: Connector> Concurrency<C> {
     /// The limit these leases count against.
     pub fn limit(&self) -> &ConcurrencyLimit {
         &self.limit
@@ -372,7 +536,7 @@ impl<C: SyncConnection> Concurrency<C> {
     ///
     /// # Errors
     ///
-    /// [`Error::Server`], [`Error::Redis`].
+    /// [`Error::ServerError`], [`Error::Unavailable`].
     pub fn acquire(&self, key: &str) -> Result<Acquisition<Lease<C>>, Error> {
         self.acquire_n(key, 1)
     }
@@ -384,7 +548,7 @@ impl<C: SyncConnection> Concurrency<C> {
     ///
     /// As [`Concurrency::acquire`].
     pub fn acquire_n(&self, key: &str, n: u64) -> Result<Acquisition<Lease<C>>, Error> {
-        let plan = Plan::acquire(&self.limit, n, false);
+        let plan = Plan::acquire(&self.limit, n, false)?;
         let (decision, id) = self.limits.decide(&plan, &[key])?;
         if !decision.allowed {
             return Ok(Acquisition::Refused(decision));
@@ -405,8 +569,27 @@ impl<C: SyncConnection> Concurrency<C> {
     ///
     /// As [`Concurrency::acquire`].
     pub fn peek(&self, key: &str, n: u64) -> Result<Decision, Error> {
-        let plan = Plan::acquire(&self.limit, n, true);
+        let plan = Plan::acquire(&self.limit, n, true)?;
         self.limits.decide(&plan, &[key]).map(|(d, _)| d)
+    }
+
+    /// Whether the server accepts this limit: one `PEEK` of one unit on
+    /// `ratelimit:{check}:1`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Limiter::check`].
+    pub fn check(&self) -> Result<(), Error> {
+        self.check_key(&call::check_keys_for(1)[0])
+    }
+
+    /// [`Concurrency::check`] on `key`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Limiter::check`].
+    pub fn check_key(&self, key: &str) -> Result<(), Error> {
+        self.limits.check(&Plan::acquire(&self.limit, 1, true)?, &[key])
     }
 
     /// Release lease `id` of `key` (`RL.RELEASE`): the units freed, 0 when
@@ -416,7 +599,7 @@ impl<C: SyncConnection> Concurrency<C> {
     ///
     /// As [`Concurrency::acquire`].
     pub fn release(&self, key: &str, id: u64) -> Result<u64, Error> {
-        call::integer(&self.limits.run(&Plan::release(id), &[key])?)
+        call::integer(&self.limits.run(&Plan::release(id)?, &[key])?)
     }
 
     /// Move lease `id`'s deadline to `timeout` from now (`RL.RENEW`): true
@@ -435,7 +618,7 @@ impl<C: SyncConnection> Concurrency<C> {
 /// panics included), so its units are free at once rather than at its
 /// deadline. [`Lease::release`] releases it explicitly and tells the units
 /// freed; [`Lease::forget`] keeps it held until its deadline.
-pub struct Lease<C: SyncConnection> {
+pub struct Lease<C: Connector> {
     limits: RateLimits<C>,
     key: String,
     id: u64,
@@ -443,7 +626,7 @@ pub struct Lease<C: SyncConnection> {
     armed: bool,
 }
 
-impl<C: SyncConnection> Lease<C> {
+impl<C: Connector> Lease<C> {
     /// The lease's id (the server's, never reused for its key).
     pub fn id(&self) -> u64 {
         self.id
@@ -464,9 +647,13 @@ impl<C: SyncConnection> Lease<C> {
     ///
     /// # Errors
     ///
-    /// [`Error::Server`], [`Error::Redis`], [`Error::InvalidParameter`].
+    /// [`Error::ServerError`], [`Error::Unavailable`], [`Error::InvalidParameter`].
     pub fn renew(&self, timeout: Duration) -> Result<bool, Error> {
         let plan = Plan::renew(self.id, timeout)?;
+        if self.id == 0 {
+            // Failed open: no lease to renew.
+            return Ok(false);
+        }
         call::integer(&self.limits.run(&plan, &[&self.key])?).map(|n| n == 1)
     }
 
@@ -474,11 +661,14 @@ impl<C: SyncConnection> Lease<C> {
     ///
     /// # Errors
     ///
-    /// [`Error::Server`], [`Error::Redis`]; the lease then ends at its
+    /// [`Error::ServerError`], [`Error::Unavailable`]; the lease then ends at its
     /// deadline.
     pub fn release(mut self) -> Result<u64, Error> {
-        self.armed = false;
-        call::integer(&self.limits.run(&Plan::release(self.id), &[&self.key])?)
+        if !std::mem::take(&mut self.armed) {
+            // Failed open, or released: nothing held.
+            return Ok(0);
+        }
+        call::integer(&self.limits.run(&Plan::release(self.id)?, &[&self.key])?)
     }
 
     /// Keep the lease held (until its deadline, or a release by id) and
@@ -489,21 +679,23 @@ impl<C: SyncConnection> Lease<C> {
     }
 }
 
-impl<C: SyncConnection> Drop for Lease<C> {
+impl<C: Connector> Drop for Lease<C> {
     fn drop(&mut self) {
         if self.armed {
             // Nothing to do with an error here: the lease ends at its
             // deadline all the same.
-            let _ = self.limits.run(&Plan::release(self.id), &[&self.key]);
+            if let Ok(plan) = Plan::release(self.id) {
+                let _ = self.limits.run(&plan, &[&self.key]);
+            }
         }
     }
 }
 
-crate::bound_impls!(Limiter { limits, limit });
-crate::bound_impls!(AllOf { limits, all });
-crate::bound_impls!(Concurrency { limits, limit });
+crate::bound_impls!(Connector, Limiter { limits, limit });
+crate::bound_impls!(Connector, AllOf { limits, all });
+crate::bound_impls!(Connector, Concurrency { limits, limit });
 
-impl<C: SyncConnection> std::fmt::Debug for Lease<C> {
+impl<C: Connector> std::fmt::Debug for Lease<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lease")
             .field("key", &self.key)

@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use common::{assert_left, calls, elapsed_ms, Kind, Server};
 use redis_ratelimit_client::aio::RateLimits;
-use redis_ratelimit_client::{Acquisition, AsyncConnection, Backend, ConcurrencyLimit, Error, Limit, Take};
+use redis_ratelimit_client::{Acquisition, AsyncConnector, Backend, ConcurrencyLimit, Error, Limit, Take};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
-async fn scenario<C: AsyncConnection>(limits: &RateLimits<C>) {
+async fn scenario<C: AsyncConnector>(limits: &RateLimits<C>) {
     let gcra = limits.limiter(Limit::gcra_with_burst(1, HOUR, 3).unwrap());
     let start = Instant::now();
     let d = gcra.take("gcra").await.unwrap();
@@ -77,11 +77,22 @@ async fn scenario<C: AsyncConnection>(limits: &RateLimits<C>) {
         .take("gcra")
         .await
     {
-        Err(Error::Server { code, message }) => {
-            assert!(message.contains("gcra"), "{code} {message}");
+        Err(Error::ServerError { code, message }) => {
+            assert!(
+                message.starts_with("ERR ") && message.contains("GCRA"),
+                "{code} {message}"
+            );
         }
         other => panic!("a key of another algorithm: {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn its_own_connection_on_the_module() {
+    let server = Server::start(Kind::Module);
+    let limits = RateLimits::new(server.redis());
+    assert_eq!(limits.backend().await.unwrap(), Backend::Module);
+    scenario(&limits).await;
 }
 
 #[tokio::test]
@@ -118,8 +129,9 @@ async fn many_tasks_one_discovery() {
     }
     assert_eq!(allowed, 50);
     let mut admin = server.client();
-    assert_eq!(calls(&mut admin, "command|info"), 1, "one discovery");
+    // One search (its FCALL rl_version and its load), then the 64 calls.
     assert_eq!(calls(&mut admin, "function|load"), 1, "one load");
+    assert_eq!(calls(&mut admin, "fcall"), 1 + 64, "one search");
 }
 
 #[tokio::test]

