@@ -5,7 +5,7 @@ deny FUNCTION, where the scripts are loaded on every primary."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -120,26 +120,33 @@ def test_cluster_without_functions_uses_the_scripts(
     assert api.take(KEYS[2]).remaining == 1  # NOSCRIPT, loaded, sent once more: counted once
 
 
-def test_a_slot_moved_to_another_primary_is_followed(connect: Callable[..., Any]) -> None:
-    """A reshard: the slot of a key moves to another primary after the
-    client learnt the map; the call goes where MOVED says (it did not run
-    where it went first), and the map keeps the new owner."""
+@pytest.fixture(scope="module")
+def reshardable() -> Iterator[Cluster]:
+    """A cluster of this module's own, whose slots the tests move."""
     from .servers import module, redis7
 
     cluster = Cluster(redis7(), "--loadmodule", module())
-    try:
-        key = "resharded"
-        slot = cluster.nodes[0].client().execute_command("CLUSTER", "KEYSLOT", key)
-        owner = 0 if slot <= 5460 else 1 if slot <= 10922 else 2
-        target = (owner + 1) % 3
-        limits = connect(cluster.port, cluster=True)
-        api = limits.gcra(rate=1, per=3600, burst=5)
-        assert api.take("elsewhere").remaining == 4  # the map is learnt
-        new_owner = cluster.nodes[target].client().execute_command("CLUSTER", "MYID").decode()
-        for node in (target, owner, 3 - owner - target):
-            cluster.nodes[node].client().execute_command("CLUSTER", "SETSLOT", slot, "NODE", new_owner)
-        assert [api.take(key).remaining for _ in range(2)] == [4, 3]
-        # The state is on the new owner: a query there (0 units) sees it.
-        assert cluster.nodes[target].client().execute_command("RL.GCRA", key, 4, 1, 3600, 0)[2] == 3
-    finally:
-        cluster.stop()
+    yield cluster
+    cluster.stop()
+
+
+def test_a_slot_moved_to_another_primary_is_followed(
+    reshardable: Cluster, connect: Callable[..., Any], mode: str
+) -> None:
+    """A reshard: the slot of a key moves to another primary after the
+    client learnt the map; the call goes where MOVED says (it did not run
+    where it went first), and the map keeps the new owner."""
+    cluster = reshardable
+    key = f"resharded:{mode}"
+    slot = cluster.nodes[0].client().execute_command("CLUSTER", "KEYSLOT", key)
+    owner = 0 if slot <= 5460 else 1 if slot <= 10922 else 2
+    target = (owner + 1) % 3
+    limits = connect(cluster.port, cluster=True)
+    api = limits.gcra(rate=1, per=3600, burst=5)
+    assert api.take(f"elsewhere:{mode}").remaining == 4  # the map is learnt
+    new_owner = cluster.nodes[target].client().execute_command("CLUSTER", "MYID").decode()
+    for node in (target, owner, 3 - owner - target):
+        cluster.nodes[node].client().execute_command("CLUSTER", "SETSLOT", slot, "NODE", new_owner)
+    assert [api.take(key).remaining for _ in range(2)] == [4, 3]
+    # The state is on the new owner: a query there (0 units) sees it.
+    assert cluster.nodes[target].client().execute_command("RL.GCRA", key, 4, 1, 3600, 0)[2] == 3
