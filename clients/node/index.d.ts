@@ -1,5 +1,6 @@
 // Type declarations of redis-ratelimit (the Node.js client of the
-// redis-ratelimit module and its functions edition).
+// redis-ratelimit module and its functions edition). Tested with ioredis 5
+// and 6, node-redis 4, 5 and 6.
 
 /** A duration: milliseconds, or a string such as "500ms", "1s", "1.5m", "1h", "1d". Whole milliseconds only. */
 export type Duration = number | string;
@@ -42,7 +43,9 @@ export declare class Result {
   readonly granted: number;
   /** 1-based position of the binding limit in an `allOf` (1 for a single limiter). */
   readonly binding: number;
-  /** The reply's integers as the server sent them. */
+  /** True when the server could not be asked and the failure policy (`failOpen`) let the request through: `allowed` true, `remaining` 0, `reset` 0, `retryAfter` null. */
+  readonly failedOpen: boolean;
+  /** The reply's integers as the server sent them (empty when failed open). */
   readonly raw: number[];
 }
 
@@ -66,6 +69,8 @@ export declare class Limiter {
   query(key: string): Promise<Result>;
   /** Gives `n` units back (default 1). */
   refund(key: string, n?: number): Promise<Result>;
+  /** One PEEK of one unit on `key` (default "ratelimit:{check}:1"): rejects with the ServerError of a limiter the server refuses (a cap, a range, a key of another type), whatever the failure policy. */
+  check(key?: string): Promise<void>;
 }
 
 /** Several limiters decided at once (RL.ALL). Keys: one per limiter, in order, in one Cluster slot (use a hash tag: `{user:42}:burst`). */
@@ -75,6 +80,8 @@ export declare class AllOf {
   peek(keys: string[], n?: number, options?: TakeOptions): Promise<Result>;
   query(keys: string[]): Promise<Result>;
   refund(keys: string[], n?: number): Promise<Result>;
+  /** One PEEK of one unit on `keys` (default "ratelimit:{check}:1", ":2", ... by position); rejects with what the server refuses. */
+  check(keys?: string[]): Promise<void>;
 }
 
 /** A lease on work in flight, or the refusal to give one. */
@@ -88,8 +95,14 @@ export declare class Lease {
   readonly retryAfter: number | null;
   /** Ms until every lease has reached its deadline. */
   readonly reset: number;
-  /** The lease id; null when refused, or for a query or a peek. */
+  /** Units leased: `n` when allowed, else 0. */
+  readonly granted: number;
+  /** Always 1. */
+  readonly binding: number;
+  /** The lease id; null when refused, for a query or a peek, and when failed open. */
   readonly id: number | null;
+  /** True when the server could not be asked and the failure policy let the work through (no lease id). */
+  readonly failedOpen: boolean;
   readonly raw: number[];
   /** Gives the lease back; resolves to the units released (0 when it had ended, or was refused). */
   release(): Promise<number>;
@@ -111,6 +124,8 @@ export declare class Concurrency {
   release(key: string, id: number): Promise<number>;
   /** Moves live lease `id`'s deadline to now + `timeout` (default: this limiter's); false when it had ended. */
   renew(key: string, id: number, timeout?: Duration): Promise<boolean>;
+  /** One PEEK of one unit on `key` (default "ratelimit:{check}:1"); rejects with what the server refuses. */
+  check(key?: string): Promise<void>;
   /** Runs `work` under a lease and releases it however `work` ends. Rejects with LeaseRefusedError when none is free. */
   withLease<T>(key: string, work: (lease: Lease) => Promise<T> | T, options?: { n?: number }): Promise<T>;
 }
@@ -152,22 +167,39 @@ export interface ConcurrencyOptions {
 
 /** The minimal client interface, for a Redis client without a built-in adapter. */
 export interface Adapter {
-  /** One command (name first, arguments as strings), routed by `key` on a Cluster. */
-  send(args: string[], key?: string): Promise<unknown>;
+  /** One command (name first, arguments as strings), routed by `key` on a Cluster; `signal` aborts when the call's deadline passes. */
+  send(args: string[], key?: string, signal?: AbortSignal): Promise<unknown>;
   /** One sender per master (the client itself when not a Cluster). */
-  masters(): Promise<Array<(args: string[]) => Promise<unknown>>>;
+  masters(signal?: AbortSignal): Promise<Array<(args: string[], key?: string, signal?: AbortSignal) => Promise<unknown>>>;
+}
+
+export interface RateLimitsOptions {
+  /** "auto" (the default) searches for the backend; another skips the search. */
+  backend?: "auto" | Backend;
+  /** The deadline of every call, from 1 ms to 60 s (default 250 ms): the backend search, a reload and its retry, connecting, sending, the reply, the Redis client's own waits. */
+  timeout?: Duration;
+  /** When a call meets Unavailable: false (the default) rejects with it; true answers an allowed decision marked `failedOpen`. `release`, `renew` and `check` always reject. */
+  failOpen?: boolean;
+  /** How many refused keys are remembered in-process (0, the default, is off; at most 1,000,000). */
+  localRefusals?: number;
 }
 
 /**
- * Wraps a Redis client (ioredis `Redis` or `Cluster`; node-redis 4/5
- * `createClient` or `createCluster`, connected) and finds the backend on first
- * use: the module, else the functions library at this client's version, else
- * it loads the library (on every master), else the standalone scripts. The
- * backend is cached per Redis client (every RateLimits over it shares it).
+ * Wraps a Redis client (ioredis 5/6 `Redis` or `Cluster`; node-redis 4/5/6
+ * `createClient` or `createCluster`, connected, a client with a
+ * `socket.reconnectStrategy` of at most 100 ms) and finds the backend on
+ * first use: the module, else the functions library at this client's
+ * version, else it loads the library (on every master), else the standalone
+ * scripts. The backend is cached per Redis client (every RateLimits over it
+ * shares it). Throws InvalidParameter for a bad option or client.
  */
 export declare class RateLimits {
-  constructor(client: object, options?: { backend?: "auto" | Backend });
+  constructor(client: object, options?: RateLimitsOptions);
   readonly client: object;
+  /** The deadline of every call, in ms. */
+  readonly timeout: number;
+  readonly failOpen: boolean;
+  readonly localRefusals: number;
   /** The backend in use (found now if not yet). */
   backend(): Promise<Backend>;
   /** Sends library function `fn` (gcra, all, concurrency, ...) with its keys and arguments; the raw reply. */
@@ -183,13 +215,28 @@ export declare class RateLimits {
   concurrency(options: ConcurrencyOptions): Concurrency;
 }
 
-/** An error reply of the server; `message` is the server's text, `cause` the Redis client's error. */
+/** The base of every error of this library. */
 export declare class RateLimitError extends Error {
   constructor(message: string, cause?: unknown);
 }
 
+/** A parameter refused before anything is sent; thrown at once by the call or constructor that got it. */
+export declare class InvalidParameter extends RateLimitError {
+  constructor(message: string);
+}
+
+/** The server refused the call (a misconfiguration: never failed open). `message` is the reply as sent, code first ("ERR limit must be ..."); `code` its first word. */
+export declare class ServerError extends RateLimitError {
+  readonly code: string;
+}
+
+/** "rate limiter unavailable: ..." — no answer within the deadline, a transport error, or an error reply that says the server cannot serve now (`code` then: LOADING, BUSY, READONLY, ...). The failure policy applies to it alone. */
+export declare class Unavailable extends RateLimitError {
+  readonly code: string | undefined;
+}
+
 /** Rejected by `withLease` when no lease is free; `lease` is the refusal. */
-export declare class LeaseRefusedError extends Error {
+export declare class LeaseRefusedError extends RateLimitError {
   constructor(lease: Lease);
   readonly lease: Lease;
 }
@@ -197,24 +244,29 @@ export declare class LeaseRefusedError extends Error {
 export interface MiddlewareOptions<Req = any> {
   /** What each request takes: a limiter, or an allOf. */
   limiter: Limiter | AllOf;
-  /** The client's identity (default: `req.ip`, else the socket's address). */
-  key?: (req: Req) => string;
+  /** The client's identity (default: `req.ip`, else the socket's address); null or undefined: the request is not limited. */
+  key?: (req: Req) => string | null | undefined;
   /** Units a request takes (default 1). */
   cost?: number | ((req: Req) => number);
   /** Of every key (default "ratelimit:"): a limiter's key is `${prefix}{${key(req)}}:${limiter.name}`. */
   prefix?: string;
-  /** When Redis is down or answers an error: false (default) answers 503; true lets the request through without headers. */
+  /** When the limiter is unavailable: false answers 503 with Retry-After: 1; true lets the request through, marked `failedOpen`, without headers. Unset: the client's `failOpen`. A ServerError always goes to `next(err)`. */
   failOpen?: boolean;
-  /** Told of every such error. */
-  onError?: (err: unknown, req: Req) => void;
-  /** The 429's body (default "Too Many Requests\n"). */
+  /** Told of each Unavailable (`req` null for the start-up check). */
+  onError?: (err: unknown, req: Req | null) => void;
+  /** The 429's body (default "too many requests\n"). */
   message?: string;
 }
 
+/** The middleware, and its start-up check. */
+export interface RateLimitMiddleware<Req = any> {
+  (req: Req, res: any, next: (err?: unknown) => void): void;
+  /** The start-up check (one PEEK of its limiters on the keys of the identity "check"): rejects with the ServerError of a limiter the server refuses (left unhandled, that ends the process); resolves when the server takes them or cannot be reached. */
+  readonly ready: Promise<void>;
+}
+
 /** Express (or node:http) middleware: 429 with Retry-After and the draft-10 RateLimit-Policy and RateLimit headers; the headers on allowed responses too; the decision in `req.rateLimit`. */
-export declare function rateLimit<Req = any>(
-  options: MiddlewareOptions<Req>,
-): (req: Req, res: any, next: (err?: unknown) => void) => void;
+export declare function rateLimit<Req = any>(options: MiddlewareOptions<Req>): RateLimitMiddleware<Req>;
 
 /** The response headers for a decision: RateLimit-Policy, RateLimit and, when refused, Retry-After (seconds, rounded up). */
 export declare function rateLimitHeaders(limiter: Limiter | AllOf, result: Result): Record<string, string>;

@@ -3,15 +3,30 @@
 import express from "express";
 import Redis from "ioredis";
 import { createClient } from "redis";
-import { RateLimits, rateLimit, rateLimitHeaders, LeaseRefusedError, type Result, type Lease, type Backend } from "..";
+import {
+  RateLimits,
+  rateLimit,
+  rateLimitHeaders,
+  LeaseRefusedError,
+  RateLimitError,
+  ServerError,
+  Unavailable,
+  InvalidParameter,
+  type Result,
+  type Lease,
+  type Backend,
+} from "..";
 
 async function usage(): Promise<void> {
-  const limits = new RateLimits(new Redis());
-  const other = new RateLimits(createClient(), { backend: "scripts" });
+  const limits = new RateLimits(new Redis(), { timeout: "100ms", failOpen: true, localRefusals: 10_000 });
+  const other = new RateLimits(createClient({ socket: { reconnectStrategy: () => 50 } }), { backend: "scripts" });
+  const deadline: number = limits.timeout;
   const backend: Backend = await other.backend();
   const perUser = limits.gcra({ rate: 10, per: "1s", burst: 20 });
   const r: Result = await perUser.take("user:42", 2, { wait: "500ms", block: 60_000 });
   const wait: number | null = r.retryAfter;
+  const marked: boolean = r.failedOpen;
+  await perUser.check();
   const both = limits.allOf(perUser, limits.slidingLog({ limit: 100, window: "1h", name: "hourly" }));
   const b = await both.take(["{user:42}:a", "{user:42}:b"], 1, { atMost: true });
   const headers: Record<string, string> = rateLimitHeaders(both, b);
@@ -21,11 +36,19 @@ async function usage(): Promise<void> {
   const n: number = await jobs.withLease("jobs", async (l) => l.remaining);
   await using held = await jobs.acquire("jobs");
   const app = express();
-  app.use(rateLimit({ limiter: both, key: (req: express.Request) => req.ip ?? "unknown", failOpen: true }));
+  const mw = rateLimit({ limiter: both, key: (req: express.Request) => req.get("x-client-id"), onError: (err) => console.warn(err) });
+  await mw.ready;
+  app.use(mw);
+  try {
+    await perUser.take("user:42");
+  } catch (err) {
+    if (err instanceof ServerError) console.error(err.code, err.message);
+    else if (err instanceof Unavailable || err instanceof InvalidParameter || err instanceof RateLimitError) console.warn(err.message);
+  }
   app.get("/", (req, res) => {
     res.json(req.rateLimit?.remaining);
   });
-  void [backend, wait, headers, id, n, held, LeaseRefusedError];
+  void [backend, wait, headers, id, n, held, LeaseRefusedError, deadline, marked];
 }
 void usage;
 
@@ -37,5 +60,7 @@ async function mistakes(limits: RateLimits): Promise<void> {
   await limits.allOf(limits.gcra({ rate: 1, per: 1000 })).take("k");
   // @ts-expect-error no such option
   await limits.gcra({ rate: 1, per: 1000 }).take("k", 1, { atmost: true });
+  // @ts-expect-error a misspelt option of the client
+  new RateLimits(new Redis(), { timout: 100 });
 }
 void mistakes;
