@@ -6,10 +6,10 @@
 // status, headers and body of every outcome; what reaches the app.
 
 const assert = require("node:assert/strict");
-const { describe, it, before, after } = require("node:test");
+const { describe, it, before } = require("node:test");
 const express = require("express");
 const { RateLimits, rateLimit, InvalidParameter, ServerError } = require("../lib");
-const { fakeRedis, NO_ANSWER } = require("./fake-redis");
+const { fakeConnection, NO_ANSWER } = require("./fake-redis");
 const { CURRENT } = require("./clients");
 const { load, makeLimiter } = require("./contract");
 
@@ -33,18 +33,10 @@ function limiterOf(limits, specs) {
 describe("contract, middleware.json", () => {
   /** @type {(args: string[]) => any} */
   let respond = () => [0, 1, 1, -1, 0];
-  /** @type {Awaited<ReturnType<typeof fakeRedis>>} */
-  let server;
-  /** @type {{client: any, close: () => Promise<unknown>}} */
-  let conn;
-  before(async () => {
-    server = await fakeRedis((args) => respond(args));
-    conn = await CURRENT["ioredis 6"](server.port);
-  });
-  after(async () => {
-    await conn?.close();
-    await server?.close();
-  });
+  const fake = fakeConnection(CURRENT["ioredis 6"]);
+  const server = fake;
+  const conn = fake;
+  before(() => fake.answer((args) => respond(args)));
 
   /**
    * A middleware over the fake server whose start-up check has been

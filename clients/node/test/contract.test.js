@@ -9,9 +9,9 @@
 // middleware.json in middleware.test.js.
 
 const assert = require("node:assert/strict");
-const { describe, it, before, after } = require("node:test");
+const { describe, it, before } = require("node:test");
 const { RateLimits, RateLimitError, InvalidParameter, ServerError, Unavailable } = require("../lib");
-const { fakeRedis, NO_ANSWER, CLOSE } = require("./fake-redis");
+const { fakeRedis, fakeConnection, NO_ANSWER, CLOSE } = require("./fake-redis");
 const { CLIENTS } = require("./clients");
 const { load, forNode, makeLimiter, perform, answerOf, expectedOf, substitute } = require("./contract");
 
@@ -35,47 +35,9 @@ function answerFor(step) {
   return substitute(step.reply);
 }
 
-/**
- * One fake server and one connection per Redis client; `respond` decides
- * each answer (replaced per test).
- * @param {string} clientName
- */
-function fakeConnection(clientName) {
-  /** @type {(args: string[]) => any} */
-  let respond = () => ({ error: "ERR the test gave no answer" });
-  /** @type {Awaited<ReturnType<typeof fakeRedis>>} */
-  let server;
-  /** @type {{client: any, close: () => Promise<unknown>}} */
-  let conn;
-  before(async () => {
-    server = await fakeRedis((args) => respond(args));
-    conn = await CLIENTS[clientName](server.port);
-  });
-  after(async () => {
-    await conn?.close();
-    await server?.close();
-  });
-  return {
-    /** @param {(args: string[]) => any} fn */
-    answer(fn) {
-      respond = fn;
-      server.record.length = 0;
-    },
-    get record() {
-      return server.record;
-    },
-    get client() {
-      return conn.client;
-    },
-    get port() {
-      return server.port;
-    },
-  };
-}
-
 for (const clientName of Object.keys(CLIENTS)) {
   describe(`contract, calls.json: ${clientName}`, () => {
-    const fake = fakeConnection(clientName);
+    const fake = fakeConnection(CLIENTS[clientName]);
     for (const backend of ["module", "functions", "scripts"]) {
       for (const c of forNode(calls.cases)) {
         it(`${backend}: ${c.name}`, async () => {
@@ -91,7 +53,7 @@ for (const clientName of Object.keys(CLIENTS)) {
   });
 
   describe(`contract, errors.json: ${clientName}`, () => {
-    const fake = fakeConnection(clientName);
+    const fake = fakeConnection(CLIENTS[clientName]);
     const gcra = { kind: "gcra", rate: 10, per_ms: 1000, burst: 20 };
 
     for (const e of errors.server_errors) {
@@ -211,7 +173,7 @@ async function connectRefused(clientName, port) {
 }
 
 describe("contract, ranges.json", () => {
-  const fake = fakeConnection("ioredis 6");
+  const fake = fakeConnection(CLIENTS["ioredis 6"]);
   before(() => {
     // A valid answer to whatever is sent: the accepted values go through.
     fake.answer((args) => (args[0] === "RL.RELEASE" || args[0] === "RL.RENEW" ? 1 : [0, 20, 19, -1, 100, 1]));

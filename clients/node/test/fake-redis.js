@@ -7,6 +7,7 @@
 // INFO, SELECT, ...) is answered here and kept out of the record.
 
 const net = require("node:net");
+const { before, after } = require("node:test");
 
 /** Commands a Redis client sends by itself: on connecting, on closing, or (PING) in place of a call it gave up. */
 const HANDSHAKE = new Set(["HELLO", "CLIENT", "INFO", "SELECT", "AUTH", "READONLY", "PING", "QUIT"]);
@@ -147,4 +148,46 @@ function fakeRedis(handler) {
   });
 }
 
-module.exports = { fakeRedis, NO_ANSWER, CLOSE, encode };
+/**
+ * A fake server and a Redis client connected to it by `connect`, made
+ * before the tests of the suite that calls this and closed after them;
+ * `answer(fn)` sets how each command is answered and clears the record.
+ * @param {(port: number) => Promise<{client: any, close: () => Promise<unknown>}>} connect
+ */
+function fakeConnection(connect) {
+  /** @type {(args: string[]) => any} */
+  let respond = () => ({ error: "ERR the test gave no answer" });
+  /** @type {Awaited<ReturnType<typeof fakeRedis>>} */
+  let server;
+  /** @type {{client: any, close: () => Promise<unknown>}} */
+  let conn;
+  before(async () => {
+    server = await fakeRedis((args) => respond(args));
+    conn = await connect(server.port);
+  });
+  after(async () => {
+    await conn?.close();
+    await server?.close();
+  });
+  return {
+    /** @param {(args: string[]) => any} fn */
+    answer(fn) {
+      respond = fn;
+      server.record.length = 0;
+    },
+    get record() {
+      return server.record;
+    },
+    get client() {
+      return conn.client;
+    },
+    get port() {
+      return server.port;
+    },
+    get sockets() {
+      return server.sockets;
+    },
+  };
+}
+
+module.exports = { fakeRedis, fakeConnection, NO_ANSWER, CLOSE, encode };

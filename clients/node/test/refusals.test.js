@@ -6,34 +6,25 @@
 // real server, counting the server's calls.
 
 const assert = require("node:assert/strict");
-const { describe, it, before, after } = require("node:test");
+const { describe, it } = require("node:test");
 const { RateLimits } = require("../lib");
-const { fakeRedis } = require("./fake-redis");
+const { fakeConnection } = require("./fake-redis");
 const { CURRENT } = require("./clients");
 const { startServer, cli } = require("./servers");
 
 describe("local refusals, exact values", () => {
-  /** @type {Awaited<ReturnType<typeof fakeRedis>>} */
-  let server;
-  /** @type {{client: any, close: () => Promise<unknown>}} */
-  let conn;
   /** @type {(args: string[]) => any} */
   let respond = () => [1, 20, 0, 1500, 2000];
-  before(async () => {
-    server = await fakeRedis((args) => respond(args));
-    conn = await CURRENT["ioredis 6"](server.port);
-  });
-  after(async () => {
-    await conn?.close();
-    await server?.close();
-  });
+  const fake = fakeConnection(CURRENT["ioredis 6"]);
+  const server = fake;
+  const conn = fake;
 
   /** A RateLimits remembering `capacity` keys, its clock at `clock.t`. @param {number} capacity */
   function limitsWith(capacity) {
     const limits = new RateLimits(conn.client, { backend: "module", localRefusals: capacity });
     const clock = { t: 1000 };
     /** @type {import("../lib/refusals").RefusalMemory} */ (limits.refusals).now = () => clock.t;
-    server.record.length = 0;
+    fake.answer((args) => respond(args));
     return { limits, clock };
   }
 
