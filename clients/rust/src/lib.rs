@@ -73,7 +73,9 @@
 //!
 //! # Redis Cluster
 //!
-//! Each call goes to the primary of its (first) key. The keys of one
+//! Each call goes to the primary of its (first) key; build the
+//! [`redis::cluster::ClusterClient`] with `.retries(0)` (see [`Connector`]).
+//! The keys of one
 //! [`AllOf`] call must share a slot: give them one hash tag
 //! (`{user:42}:burst`, `{user:42}:hourly`); otherwise the server answers
 //! `CROSSSLOT`.
