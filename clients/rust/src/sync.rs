@@ -1,6 +1,6 @@
 //! The blocking client.
 
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use redis::{Cmd, RedisFuture, Value};
@@ -18,11 +18,47 @@ struct Shared<C: Connector> {
     idle: Mutex<Vec<C::Connection>>,
     backend: OnceLock<Backend>,
     /// One search at a time: concurrent first calls wait for it.
-    search: Mutex<()>,
+    search: Gate,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A lock whose waiters give up at their deadline.
+#[derive(Default)]
+struct Gate {
+    busy: Mutex<bool>,
+    free: Condvar,
+}
+
+struct Passage<'g>(&'g Gate);
+
+impl Gate {
+    /// Through the gate by `deadline`, or `None`.
+    fn enter(&self, deadline: Instant) -> Option<Passage<'_>> {
+        let mut busy = lock(&self.busy);
+        while *busy {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            busy = self
+                .free
+                .wait_timeout(busy, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        *busy = true;
+        Some(Passage(self))
+    }
+}
+
+impl Drop for Passage<'_> {
+    fn drop(&mut self) {
+        *lock(&self.0.busy) = false;
+        self.0.free.notify_one();
+    }
 }
 
 /// The blocking client: opens its connections from a [`redis::Client`]
@@ -122,7 +158,7 @@ impl<C: Connector> RateLimits<C> {
                 connector,
                 idle: Mutex::new(Vec::new()),
                 backend: OnceLock::new(),
-                search: Mutex::new(()),
+                search: Gate::default(),
             }),
             policy: Policy::default(),
         }
@@ -225,7 +261,9 @@ impl<C: Connector> RateLimits<C> {
         if let Some(b) = self.shared.backend.get() {
             return Ok(*b);
         }
-        let _one_search = lock(&self.shared.search);
+        let Some(_one_search) = self.shared.search.enter(sender.deadline) else {
+            return Err(Error::deadline(self.policy.timeout));
+        };
         if let Some(b) = self.shared.backend.get() {
             return Ok(*b);
         }
@@ -703,5 +741,27 @@ impl<C: Connector> std::fmt::Debug for Lease<C> {
             .field("decision", &self.decision)
             .field("armed", &self.armed)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gate_lets_one_through_and_its_waiters_give_up_at_their_deadline() {
+        let gate = Gate::default();
+        let ms = Duration::from_millis;
+        let held = gate.enter(Instant::now()).expect("a free gate");
+        let start = Instant::now();
+        assert!(gate.enter(start + ms(20)).is_none());
+        assert!(start.elapsed() >= ms(20));
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| gate.enter(Instant::now() + ms(5000)).is_some());
+            std::thread::sleep(ms(10));
+            drop(held);
+            assert!(waiter.join().unwrap(), "through once it is free");
+        });
+        assert!(gate.enter(Instant::now()).is_some(), "free again");
     }
 }
