@@ -113,6 +113,7 @@ class RateLimits {
   }
 
   /**
+   * @private
    * Runs `work` under the deadline: it gets an AbortSignal aborted when the
    * deadline passes, and the call then rejects at once with Unavailable.
    * What `work` rejects with is classified (ServerError, Unavailable).
@@ -120,7 +121,7 @@ class RateLimits {
    * @param {(signal: AbortSignal) => Promise<T>} work
    * @returns {Promise<T>}
    */
-  within(work) {
+  _within(work) {
     const ms = this.timeout;
     const controller = new AbortController();
     /** @type {NodeJS.Timeout | undefined} */
@@ -151,7 +152,7 @@ class RateLimits {
    */
   backend() {
     if (this._kind !== undefined) return Promise.resolve(this._kind);
-    return this.within((signal) => this._backend(signal));
+    return this._within((signal) => this._backend(signal));
   }
 
   /** @private @param {AbortSignal} signal @returns {Promise<Backend>} */
@@ -177,23 +178,30 @@ class RateLimits {
 
   /** @private @param {AbortSignal} signal @returns {Promise<Backend>} */
   async _find(signal) {
-    const send = (/** @type {string[]} */ args) => this._adapter.send(args, undefined, signal);
     try {
-      await send(["RL.GCRA"]);
+      await this._adapter.send(["RL.GCRA"], undefined, signal);
     } catch (err) {
       if (!isReplyError(err)) throw err;
       if (WRONG_ARITY.test(/** @type {Error} */ (err).message)) return "module";
       // unknown command, or denied: look further
     }
-    let version;
-    try {
-      version = await send(["FCALL", "rl_version", "0"]);
-    } catch (err) {
-      if (!isReplyError(err)) throw err;
+    // Every primary must have the library at this version (on a Cluster, a
+    // new primary may never have had it).
+    const masters = await this._adapter.masters(signal);
+    if (masters.length === 0) throw new Unavailable("the Redis client knows no primary yet");
+    const versions = await Promise.allSettled(masters.map((to) => to(["FCALL", "rl_version", "0"], undefined, signal)));
+    let current = true;
+    for (const v of versions) {
+      if (v.status === "fulfilled") {
+        if (String(v.value) !== VERSION) current = false;
+        continue;
+      }
+      if (!isReplyError(v.reason)) throw v.reason;
       // No Functions (Redis 6), or FCALL denied: the scripts.
-      if (!FUNCTION_NOT_FOUND.test(/** @type {Error} */ (err).message)) return this._scriptsOrThrow();
+      if (!FUNCTION_NOT_FOUND.test(/** @type {Error} */ (v.reason).message)) return this._scriptsOrThrow();
+      current = false;
     }
-    if (version !== undefined && String(version) === VERSION) return "functions";
+    if (current) return "functions";
     if (librarySource() !== null) {
       try {
         await this._loadLibrary(signal);
@@ -250,7 +258,7 @@ class RateLimits {
    * @returns {Promise<any>}
    */
   call(fn, keys, args) {
-    return this.within((signal) => this._send(fn, keys, args, signal));
+    return this._within((signal) => this._send(fn, keys, args, signal));
   }
 
   /**
@@ -263,7 +271,7 @@ class RateLimits {
    * @returns {Promise<T>}
    */
   run(fn, keys, args, map) {
-    return this.within((signal) => this._send(fn, keys, args, signal).then(map));
+    return this._within((signal) => this._send(fn, keys, args, signal).then(map));
   }
 
   /**

@@ -63,6 +63,20 @@ for (const setup of CLUSTERS) {
           }
         });
 
+        it("a primary without the library gets it at the search", { skip: setup.expected !== "functions" }, async () => {
+          for (const node of cluster.nodes) cli(node.port, "FUNCTION", "FLUSH");
+          cli(cluster.nodes[0].port, "FUNCTION", "LOAD", /** @type {string} */ (librarySource()));
+          const fresh = await connect(cluster.nodes[0].port); // the backend is kept per Redis client
+          try {
+            assert.equal(await new RateLimits(fresh.client).backend(), "functions");
+            for (const node of cluster.nodes) {
+              assert.match(cli(node.port, "FUNCTION", "LIST", "LIBRARYNAME", "ratelimit"), /ratelimit/, `master ${node.port}`);
+            }
+          } finally {
+            await fresh.close();
+          }
+        });
+
         it("routes each key straight to its master", async () => {
           const g = limits.gcra({ rate: 1, per: "1m", burst: 2 });
           await g.take(`rl-cluster:${process.pid}:${clientName}:warm`); // the slot map, the backend
