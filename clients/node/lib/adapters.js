@@ -4,7 +4,7 @@
 // first key on a Cluster) and how to reach every master (FUNCTION LOAD is not
 // sent across shards). Arguments are strings, the command name first.
 //
-// Each send takes the call's AbortSignal, aborted when the call's deadline
+// Each send takes the call's Deadline (lib/deadline.js), aborted when it
 // passes, so that a command given up leaves the Redis client's queues (or,
 // where it cannot, runs nothing when it is finally written), and so that
 // commands given up on a server that stopped answering do not pile up.
@@ -12,12 +12,13 @@
 const { Unavailable, InvalidParameter } = require("./errors");
 
 /**
- * @typedef {(args: string[], key?: string, signal?: AbortSignal) => Promise<any>} Sender
+ * @typedef {import("./deadline").Deadline} Deadline
+ * @typedef {(args: string[], key?: string, deadline?: Deadline) => Promise<any>} Sender
  * @typedef {object} Adapter
  * @property {string} name which client this is, for messages
  * @property {string} prefix prepended to every key (ioredis's keyPrefix)
  * @property {Sender} send one command, routed by `key` on a Cluster
- * @property {(signal?: AbortSignal) => Promise<Sender[]>} masters
+ * @property {(deadline?: Deadline) => Promise<Sender[]>} masters
  *   one sender per master (the client itself when not a Cluster)
  */
 
@@ -26,12 +27,12 @@ const noop = () => {};
 /** What a send still waiting when its call's deadline passed rejects with; the call has already answered. */
 const GIVEN_UP = new Unavailable("the call was given up at its deadline");
 
-/** Resolves when `signal` aborts (the call's own race then answers). @param {AbortSignal | undefined} signal */
-function aborted(signal) {
+/** Resolves when the deadline passes (the call has answered by then). @param {Deadline | undefined} deadline */
+function aborted(deadline) {
   return new Promise((resolve) => {
-    if (!signal) return;
-    if (signal.aborted) resolve(undefined);
-    else signal.addEventListener("abort", () => resolve(undefined), { once: true });
+    if (!deadline) return;
+    if (deadline.aborted) resolve(undefined);
+    else deadline.onAbort(() => resolve(undefined));
   });
 }
 
@@ -175,47 +176,45 @@ class IoredisLink {
   /**
    * Until the connection is ready and not stalled. A reconnection that this
    * call started and that failed, or a client ended, is Unavailable now.
-   * @param {AbortSignal | undefined} signal
+   * @param {Deadline | undefined} deadline
    */
-  async usable(signal) {
+  async usable(deadline) {
     let started = false;
     for (;;) {
       const { status } = this.client;
       if (status === "ready" && this.stalled === 0) return;
-      if (signal?.aborted) throw GIVEN_UP;
+      if (deadline?.aborted) throw GIVEN_UP;
       if (status === "end") throw new Unavailable("the Redis client's connection is closed (ioredis status 'end')");
       if (this.attempt === null && (status === "reconnecting" || status === "wait" || status === "close")) {
         if (started) throw new Unavailable(`could not connect: ${reason(this.failure)}`);
         started = true;
         this.reconnect();
       }
-      await Promise.race([new Promise((wake) => this.waiters.add(() => wake(undefined))), aborted(signal)]);
+      await Promise.race([new Promise((wake) => this.waiters.add(() => wake(undefined))), aborted(deadline)]);
     }
   }
 
   /** @type {Sender} */
-  async send(args, key, signal) {
-    await this.usable(signal);
+  send(args, key, deadline) {
+    if (this.client.status === "ready" && this.stalled === 0) return this.write(args, key, deadline);
+    return this.usable(deadline).then(() => this.write(args, key, deadline));
+  }
+
+  /** @param {string[]} args @param {string | undefined} key @param {Deadline | undefined} deadline */
+  write(args, key, deadline) {
+    if (deadline?.aborted) return Promise.reject(GIVEN_UP);
     const command = new this.Command(args[0], args.slice(1), key);
-    this.track(command, signal);
+    this.track(command, deadline);
     this.client.sendCommand(command);
     return command.promise;
   }
 
-  /** Answers of `command` end its tracking; the deadline marks it given up. @param {any} command @param {AbortSignal | undefined} signal */
-  track(command, signal) {
+  /** Answers of `command` end its tracking; the deadline marks it given up. @param {any} command @param {Deadline | undefined} deadline */
+  track(command, deadline) {
     this.inFlight.add(command);
     let stalled = false;
-    const onAbort = () => {
-      command.abandoned = true;
-      if (command.written && this.inFlight.has(command)) {
-        stalled = true;
-        this.stalled += 1;
-      }
-    };
     const answered = () => {
       if (!this.inFlight.delete(command)) return;
-      signal?.removeEventListener("abort", onAbort);
       if (stalled) {
         stalled = false;
         this.stalled -= 1;
@@ -231,7 +230,13 @@ class IoredisLink {
       answered();
       reject(err);
     };
-    signal?.addEventListener("abort", onAbort, { once: true });
+    deadline?.onAbort(() => {
+      command.abandoned = true;
+      if (command.written && this.inFlight.has(command)) {
+        stalled = true;
+        this.stalled += 1;
+      }
+    });
   }
 }
 
@@ -254,8 +259,8 @@ function ioredis(client) {
   return {
     name: "ioredis",
     prefix: keyPrefix(client.options.keyPrefix),
-    send: (args, key, signal) => l.send(args, key, signal),
-    masters: async () => [(args, key, signal) => l.send(args, key, signal)],
+    send: (args, key, deadline) => l.send(args, key, deadline),
+    masters: async () => [(args, key, deadline) => l.send(args, key, deadline)],
   };
 }
 
@@ -263,10 +268,10 @@ function ioredis(client) {
 function ioredisCluster(cluster) {
   const Command = routedCommand(commandClassOf(cluster));
   /** @param {any} conn @returns {Sender} */
-  const sender = (conn) => async (args, key, signal) => {
-    if (signal?.aborted) throw GIVEN_UP;
+  const sender = (conn) => async (args, key, deadline) => {
+    if (deadline?.aborted) throw GIVEN_UP;
     const command = new Command(args[0], args.slice(1), key);
-    signal?.addEventListener("abort", () => (command.abandoned = true), { once: true });
+    deadline?.onAbort(() => (command.abandoned = true));
     conn.sendCommand(command);
     return command.promise;
   };
@@ -284,8 +289,9 @@ const keyPrefix = (prefix) => (typeof prefix === "string" ? prefix : "");
 // ------------------------------------------------------------- node-redis
 
 /**
- * A node-redis client or cluster: each command carries the call's
- * AbortSignal (node-redis drops it from its queue if it was not written);
+ * A node-redis client or cluster: a command sent while the client is not
+ * ready carries the call's AbortSignal (node-redis drops it from its queue
+ * if it was not written when the deadline passes);
  * a command given up after it was written holds back further calls until
  * its answer comes or the socket closes (node-redis then rejects it, and
  * never sends it again).
@@ -296,49 +302,56 @@ class NodeRedisLink {
    * @param {boolean} abortable node-redis 5 and 6 (`abortSignal`); node-redis 4 takes a
    *   `signal` too but, aborted after the write, it unlinks the command from the wrong
    *   list and breaks the queue: there a given-up command waits in its queue.
+   * @param {() => boolean | undefined} ready whether the client is connected and ready
    */
-  constructor(sendCommand, abortable) {
+  constructor(sendCommand, abortable, ready) {
     this.sendCommand = sendCommand;
     this.abortable = abortable;
+    this.ready = ready;
     this.stalled = 0;
     /** @type {Set<() => void>} */
     this.waiters = new Set();
   }
 
   /** @type {Sender} */
-  async send(args, key, signal) {
-    while (this.stalled > 0 && !signal?.aborted) {
-      await Promise.race([new Promise((wake) => this.waiters.add(() => wake(undefined))), aborted(signal)]);
-    }
-    if (signal?.aborted) throw GIVEN_UP;
-    const sent = this.sendCommand(args, key, signal && this.abortable ? { abortSignal: signal } : {});
-    if (signal) {
+  send(args, key, deadline) {
+    if (this.stalled > 0) return this.unstalled(deadline).then(() => this.send(args, key, deadline));
+    if (deadline?.aborted) return Promise.reject(GIVEN_UP);
+    // A ready client writes the command at once; one that is not keeps it
+    // queued, and there the signal takes it out when the deadline passes.
+    const queued = deadline !== undefined && this.abortable && this.ready() !== true;
+    const sent = this.sendCommand(args, key, queued ? { abortSignal: /** @type {Deadline} */ (deadline).signal } : {});
+    if (deadline) {
       let settled = false;
       const done = () => {
         settled = true;
       };
       sent.then(done, done);
-      signal.addEventListener(
-        "abort",
-        () => {
-          // node-redis has rejected at once a command it had not written;
-          // one still pending was written and is waiting for its answer.
-          setImmediate(() => {
-            if (settled) return;
-            this.stalled += 1;
-            const clear = () => {
-              this.stalled -= 1;
-              const waiters = [...this.waiters];
-              this.waiters.clear();
-              for (const wake of waiters) wake();
-            };
-            sent.then(clear, clear);
-          });
-        },
-        { once: true },
-      );
+      deadline.onAbort(() => {
+        // node-redis has rejected at once a command it had not written;
+        // one still pending was written and is waiting for its answer.
+        setImmediate(() => {
+          if (settled) return;
+          this.stalled += 1;
+          const clear = () => {
+            this.stalled -= 1;
+            const waiters = [...this.waiters];
+            this.waiters.clear();
+            for (const wake of waiters) wake();
+          };
+          sent.then(clear, clear);
+        });
+      });
     }
     return sent;
+  }
+
+  /** Until no command given up after its write is still unanswered. @param {Deadline | undefined} deadline */
+  async unstalled(deadline) {
+    while (this.stalled > 0) {
+      if (deadline?.aborted) throw GIVEN_UP;
+      await Promise.race([new Promise((wake) => this.waiters.add(() => wake(undefined))), aborted(deadline)]);
+    }
   }
 }
 
@@ -349,7 +362,7 @@ const nodeLinks = new WeakMap();
 function nodeLink(owner, sendCommand) {
   let link = nodeLinks.get(owner);
   if (!link) {
-    link = new NodeRedisLink(sendCommand, typeof owner.withCommandOptions === "function");
+    link = new NodeRedisLink(sendCommand, typeof owner.withCommandOptions === "function", () => owner.isReady);
     nodeLinks.set(owner, link);
   }
   return link;
@@ -387,7 +400,7 @@ function nodeRedisClient(client) {
   checkReconnect(client);
   const link = nodeLink(client, (args, _key, options) => client.sendCommand(args, options));
   /** @type {Sender} */
-  const send = (args, key, signal) => link.send(args, key, signal);
+  const send = (args, key, deadline) => link.send(args, key, deadline);
   return { name: "node-redis", prefix: "", send, masters: async () => [send] };
 }
 
@@ -397,13 +410,13 @@ function nodeRedisCluster(cluster) {
   return {
     name: "node-redis cluster",
     prefix: "",
-    send: (args, key, signal) => link.send(args, key, signal),
+    send: (args, key, deadline) => link.send(args, key, deadline),
     masters: async () => {
       const clients = await Promise.all(cluster.masters.map((/** @type {any} */ m) => cluster.nodeClient(m)));
       return clients.map((/** @type {any} */ c) => {
         const one = nodeLink(c, (args, _key, options) => c.sendCommand(args, options));
-        return (/** @type {string[]} */ args, /** @type {string | undefined} */ key, /** @type {AbortSignal | undefined} */ signal) =>
-          one.send(args, key, signal);
+        return (/** @type {string[]} */ args, /** @type {string | undefined} */ key, /** @type {Deadline | undefined} */ deadline) =>
+          one.send(args, key, deadline);
       });
     },
   };
@@ -412,7 +425,7 @@ function nodeRedisCluster(cluster) {
 /**
  * The adapter for a client: ioredis 5/6 (Redis or Cluster), node-redis
  * 4/5/6 (createClient or createCluster), or an object that already is an
- * Adapter (`send(args, key, signal)` and `masters()`).
+ * Adapter (`send(args, key, deadline)` and `masters()`).
  * @param {any} client
  * @returns {Adapter}
  */

@@ -5,6 +5,9 @@ const { RateLimitError, Unavailable, InvalidParameter, isReplyError, classify } 
 const { toMs, toInt, checkOptions } = require("./duration");
 const { librarySource, standaloneScripts } = require("./lua");
 const { RefusalMemory } = require("./refusals");
+const { Deadlines } = require("./deadline");
+
+/** @typedef {import("./deadline").Deadline} Deadline */
 const limiters = require("./limiters");
 
 /** The client's version: the functions library it loads answers the same from rl_version. */
@@ -55,7 +58,6 @@ const WRONG_ARITY = /^ERR wrong number of arguments/i;
  */
 const found = new WeakMap();
 
-const noop = () => {};
 
 /**
  * Wraps one Redis client (ioredis Redis or Cluster, node-redis 4/5/6 client
@@ -108,42 +110,47 @@ class RateLimits {
     this._finding = undefined;
     /** @private @type {Promise<void> | undefined} */
     this._loading = undefined;
+    /** @private the deadlines of the calls in flight */
+    this._deadlines = new Deadlines(this.timeout);
     /** @type {RefusalMemory | null} the local memory of refusals, when on */
     this.refusals = this.localRefusals > 0 ? new RefusalMemory(this.localRefusals) : null;
   }
 
   /**
    * @private
-   * Runs `work` under the deadline: it gets an AbortSignal aborted when the
-   * deadline passes, and the call then rejects at once with Unavailable.
-   * What `work` rejects with is classified (ServerError, Unavailable).
+   * Runs `work` under the deadline: it gets the call's Deadline, aborted
+   * when the deadline passes, and the call then rejects at once with
+   * Unavailable. What `work` rejects with is classified (ServerError,
+   * Unavailable).
    * @template T
-   * @param {(signal: AbortSignal) => Promise<T>} work
+   * @param {(deadline: Deadline) => Promise<T>} work
    * @returns {Promise<T>}
    */
   _within(work) {
-    const ms = this.timeout;
-    const controller = new AbortController();
-    /** @type {NodeJS.Timeout | undefined} */
-    let timer;
-    const expiry = new Promise((_, reject) => {
-      timer = setTimeout(() => {
-        controller.abort();
-        reject(new Unavailable(`no answer within ${ms} ms`));
-      }, ms);
+    const deadlines = this._deadlines;
+    const deadline = deadlines.start();
+    return new Promise((resolve, reject) => {
+      let answered = false;
+      deadline.onAbort(() => {
+        if (answered) return;
+        answered = true;
+        reject(new Unavailable(`no answer within ${deadlines.ms} ms`));
+      });
+      work(deadline).then(
+        (value) => {
+          if (answered) return;
+          answered = true;
+          deadlines.finish(deadline);
+          resolve(value);
+        },
+        (err) => {
+          if (answered) return;
+          answered = true;
+          deadlines.finish(deadline);
+          reject(classify(err));
+        },
+      );
     });
-    const done = work(controller.signal).then(
-      (value) => {
-        clearTimeout(timer);
-        return value;
-      },
-      (err) => {
-        clearTimeout(timer);
-        throw classify(err);
-      },
-    );
-    done.catch(noop); // answered by the deadline already: nobody waits for it
-    return /** @type {Promise<T>} */ (Promise.race([done, expiry]));
   }
 
   /**
@@ -152,14 +159,14 @@ class RateLimits {
    */
   backend() {
     if (this._kind !== undefined) return Promise.resolve(this._kind);
-    return this._within((signal) => this._backend(signal));
+    return this._within((deadline) => this._backend(deadline));
   }
 
-  /** @private @param {AbortSignal} signal @returns {Promise<Backend>} */
-  _backend(signal) {
+  /** @private @param {Deadline} deadline @returns {Promise<Backend>} */
+  _backend(deadline) {
     if (this._kind !== undefined) return Promise.resolve(this._kind);
     if (this._finding === undefined) {
-      this._finding = this._find(signal).then(
+      this._finding = this._find(deadline).then(
         (kind) => {
           this._kind = kind;
           this._finding = undefined;
@@ -176,10 +183,10 @@ class RateLimits {
     return this._finding;
   }
 
-  /** @private @param {AbortSignal} signal @returns {Promise<Backend>} */
-  async _find(signal) {
+  /** @private @param {Deadline} deadline @returns {Promise<Backend>} */
+  async _find(deadline) {
     try {
-      await this._adapter.send(["RL.GCRA"], undefined, signal);
+      await this._adapter.send(["RL.GCRA"], undefined, deadline);
     } catch (err) {
       if (!isReplyError(err)) throw err;
       if (WRONG_ARITY.test(/** @type {Error} */ (err).message)) return "module";
@@ -187,9 +194,9 @@ class RateLimits {
     }
     // Every primary must have the library at this version (on a Cluster, a
     // new primary may never have had it).
-    const masters = await this._adapter.masters(signal);
+    const masters = await this._adapter.masters(deadline);
     if (masters.length === 0) throw new Unavailable("the Redis client knows no primary yet");
-    const versions = await Promise.allSettled(masters.map((to) => to(["FCALL", "rl_version", "0"], undefined, signal)));
+    const versions = await Promise.allSettled(masters.map((to) => to(["FCALL", "rl_version", "0"], undefined, deadline)));
     let current = true;
     for (const v of versions) {
       if (v.status === "fulfilled") {
@@ -204,7 +211,7 @@ class RateLimits {
     if (current) return "functions";
     if (librarySource() !== null) {
       try {
-        await this._loadLibrary(signal);
+        await this._loadLibrary(deadline);
         return "functions";
       } catch (err) {
         if (!isReplyError(err)) throw err;
@@ -228,24 +235,24 @@ class RateLimits {
    * `FUNCTION LOAD REPLACE` of the packaged library on every master; calls
    * that find the library lost at the same time share one load.
    * @private
-   * @param {AbortSignal} signal
+   * @param {Deadline} deadline
    * @returns {Promise<void>}
    */
-  _loadLibrary(signal) {
+  _loadLibrary(deadline) {
     if (this._loading === undefined) {
-      this._loading = this._loadOnMasters(signal).finally(() => {
+      this._loading = this._loadOnMasters(deadline).finally(() => {
         this._loading = undefined;
       });
     }
     return this._loading;
   }
 
-  /** @private @param {AbortSignal} signal */
-  async _loadOnMasters(signal) {
+  /** @private @param {Deadline} deadline */
+  async _loadOnMasters(deadline) {
     const source = librarySource();
     if (source === null) throw new RateLimitError("the functions library is not packaged with this client (lua/ratelimit.lua is missing)");
-    const masters = await this._adapter.masters(signal);
-    await Promise.all(masters.map((send) => send(["FUNCTION", "LOAD", "REPLACE", source], undefined, signal)));
+    const masters = await this._adapter.masters(deadline);
+    await Promise.all(masters.map((send) => send(["FUNCTION", "LOAD", "REPLACE", source], undefined, deadline)));
   }
 
   /**
@@ -258,7 +265,7 @@ class RateLimits {
    * @returns {Promise<any>}
    */
   call(fn, keys, args) {
-    return this._within((signal) => this._send(fn, keys, args, signal));
+    return this._within((deadline) => this._send(fn, keys, args, deadline));
   }
 
   /**
@@ -271,47 +278,42 @@ class RateLimits {
    * @returns {Promise<T>}
    */
   run(fn, keys, args, map) {
-    return this._within((signal) => this._send(fn, keys, args, signal).then(map));
+    return this._within((deadline) => this._send(fn, keys, args, deadline).then(map));
   }
 
   /**
    * @private
-   * @param {string} fn @param {string[]} keys @param {string[]} args @param {AbortSignal} signal
+   * @param {string} fn @param {string[]} keys @param {string[]} args @param {Deadline} deadline
    * @returns {Promise<any>}
    */
-  async _send(fn, keys, args, signal) {
-    const kind = this._kind ?? (await this._backend(signal));
+  _send(fn, keys, args, deadline) {
+    const kind = this._kind;
+    if (kind === undefined) return this._backend(deadline).then(() => this._send(fn, keys, args, deadline));
     const prefix = this._adapter.prefix;
     if (prefix) keys = keys.map((k) => prefix + k);
-    const send = (/** @type {string[]} */ command) => this._adapter.send(command, keys[0], signal);
+    const send = (/** @type {string[]} */ command) => this._adapter.send(command, keys[0], deadline);
     if (kind === "module") {
       const name = MODULE_COMMANDS[fn];
       return send(fn === "all" ? [name, String(keys.length), ...keys, ...args] : [name, ...keys, ...args]);
     }
     if (kind === "functions") {
       const command = ["FCALL", `rl_${fn}`, String(keys.length), ...keys, ...args];
-      try {
-        return await send(command);
-      } catch (err) {
+      return send(command).catch((err) => {
         // The library was lost (a replica promoted before the load reached
         // it, FUNCTION FLUSH): the call did not run. Load it, retry once.
         if (!replyMatches(err, FUNCTION_NOT_FOUND)) throw err;
-        await this._loadLibrary(signal);
-        return send(command);
-      }
+        return this._loadLibrary(deadline).then(() => send(command));
+      });
     }
     const script = standaloneScripts().get(`rl_${fn}`);
-    if (!script) throw new RateLimitError(`no standalone script for rl_${fn} is packaged with this client`);
+    if (!script) return Promise.reject(new RateLimitError(`no standalone script for rl_${fn} is packaged with this client`));
     const command = ["EVALSHA", script.sha, String(keys.length), ...keys, ...args];
-    try {
-      return await send(command);
-    } catch (err) {
+    return send(command).catch((err) => {
       // Not in this server's script cache (a restart, SCRIPT FLUSH, a new
       // node): the call did not run. Load it where the key lives, retry once.
       if (!replyMatches(err, NOSCRIPT)) throw err;
-      await send(["SCRIPT", "LOAD", script.source]);
-      return send(command);
-    }
+      return send(["SCRIPT", "LOAD", script.source]).then(() => send(command));
+    });
   }
 
   /**
