@@ -165,12 +165,20 @@ export interface ConcurrencyOptions {
   name?: string;
 }
 
+/** A call's deadline, as an adapter sees it. */
+export interface CallDeadline {
+  /** True once the deadline has passed (the call has then answered Unavailable). */
+  readonly aborted: boolean;
+  /** An AbortSignal aborted when the deadline passes (made on first use). */
+  readonly signal: AbortSignal;
+}
+
 /** The minimal client interface, for a Redis client without a built-in adapter. */
 export interface Adapter {
-  /** One command (name first, arguments as strings), routed by `key` on a Cluster; `signal` aborts when the call's deadline passes. */
-  send(args: string[], key?: string, signal?: AbortSignal): Promise<unknown>;
+  /** One command (name first, arguments as strings), routed by `key` on a Cluster. */
+  send(args: string[], key?: string, deadline?: CallDeadline): Promise<unknown>;
   /** One sender per master (the client itself when not a Cluster). */
-  masters(signal?: AbortSignal): Promise<Array<(args: string[], key?: string, signal?: AbortSignal) => Promise<unknown>>>;
+  masters(deadline?: CallDeadline): Promise<Array<(args: string[], key?: string, deadline?: CallDeadline) => Promise<unknown>>>;
 }
 
 export interface RateLimitsOptions {
