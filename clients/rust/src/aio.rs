@@ -60,18 +60,7 @@ impl<K> Live<K> {
     fn silent_since(&self, since: u64) -> bool {
         self.answered.load(Ordering::Relaxed) < since
     }
-
-    /// Nothing came back for [`IDLE`].
-    fn idle(&self) -> bool {
-        self.silent_since(self.now().saturating_sub(IDLE.as_micros() as u64))
-    }
 }
-
-/// A connection idle this long may have been closed by the server without
-/// the task that reads it having run since: a call first lets it run.
-const IDLE: Duration = Duration::from_millis(1);
-
-impl<K> Live<K> {}
 
 struct Shared<C: AsyncConnector> {
     connector: C,
@@ -103,14 +92,7 @@ impl<C: AsyncConnector> Shared<C> {
     /// The connection in use, or a new one.
     async fn live(&self) -> Result<Arc<Live<C::Connection>>, Error> {
         if let Some(live) = self.current() {
-            if !live.idle() {
-                return Ok(live);
-            }
-            // A close is seen when the task that reads the connection runs.
-            tokio::task::yield_now().await;
-            if let Some(live) = self.current() {
-                return Ok(live);
-            }
+            return Ok(live);
         }
         let _one_at_a_time = self.opening.lock().await;
         if let Some(live) = self.current() {

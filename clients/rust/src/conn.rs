@@ -140,22 +140,24 @@ pub trait AsyncConnector: Send + Sync + 'static {
 }
 
 /// A multiplexed connection the client opened from a [`redis::Client`],
-/// with the task that drives it: the task ends when the server closes the
-/// connection, which is how a closed connection is seen before a call is
-/// sent through it; dropping the last clone ends the task, and with it the
-/// commands abandoned at their deadline.
+/// with the task that drives it (dropping the last clone ends the task,
+/// and with it the commands abandoned at their deadline). Over TCP the
+/// client also keeps a handle on the socket, to see a close by the server
+/// before a call is sent (the kernel knows at once; the task only once it
+/// has run). Over TLS or a Unix socket, the task's end tells.
 #[cfg(feature = "tokio")]
 #[derive(Clone)]
 pub struct AsyncConnection {
     con: redis::aio::MultiplexedConnection,
     driver: std::sync::Arc<Driver>,
+    socket: Option<std::sync::Arc<std::net::TcpStream>>,
 }
 
 #[cfg(feature = "tokio")]
 impl std::fmt::Debug for AsyncConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AsyncConnection")
-            .field("open", &!self.driver.0.is_finished())
+            .field("open", &<redis::Client as AsyncConnector>::is_open(self))
             .finish()
     }
 }
@@ -170,15 +172,60 @@ impl Drop for Driver {
     }
 }
 
+/// Whether the server still holds a socket: nothing to read means open
+/// (the socket is non-blocking: the task that drives it set it so), data
+/// pending too (replies the task has not read yet); an end of stream or
+/// an error, closed. A peek takes nothing from the task.
+#[cfg(feature = "tokio")]
+fn still_open(socket: &std::net::TcpStream) -> bool {
+    match socket.peek(&mut [0u8]) {
+        Ok(n) => n > 0,
+        Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
+    }
+}
+
+/// The same socket as `stream` (a second handle, not a second
+/// connection), for [`still_open`].
+#[cfg(all(feature = "tokio", unix))]
+fn same_socket(stream: &tokio::net::TcpStream) -> std::io::Result<std::net::TcpStream> {
+    Ok(std::os::fd::AsFd::as_fd(stream).try_clone_to_owned()?.into())
+}
+
+#[cfg(all(feature = "tokio", windows))]
+fn same_socket(stream: &tokio::net::TcpStream) -> std::io::Result<std::net::TcpStream> {
+    Ok(std::os::windows::io::AsSocket::as_socket(stream)
+        .try_clone_to_owned()?
+        .into())
+}
+
 #[cfg(feature = "tokio")]
 impl AsyncConnector for redis::Client {
     type Connection = AsyncConnection;
 
     async fn connect(&self) -> RedisResult<AsyncConnection> {
-        let (con, driver) = self.create_multiplexed_tokio_connection().await?;
+        let info = self.get_connection_info();
+        let (con, driver, socket) = match &info.addr {
+            redis::ConnectionAddr::Tcp(host, port) => {
+                let stream = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
+                stream.set_nodelay(true)?;
+                let socket = same_socket(&stream)?;
+                let (con, driver) = redis::aio::MultiplexedConnection::new_with_config(
+                    &info.redis,
+                    stream,
+                    redis::AsyncConnectionConfig::new(),
+                )
+                .await?;
+                (con, tokio::spawn(driver), Some(std::sync::Arc::new(socket)))
+            }
+            _ => {
+                let (con, driver) = self.create_multiplexed_tokio_connection().await?;
+                (con, tokio::spawn(driver), None)
+            }
+        };
         Ok(AsyncConnection {
             con,
-            driver: std::sync::Arc::new(Driver(tokio::spawn(driver))),
+            driver: std::sync::Arc::new(Driver(driver)),
+            socket,
         })
     }
 
@@ -187,7 +234,7 @@ impl AsyncConnector for redis::Client {
     }
 
     fn is_open(con: &AsyncConnection) -> bool {
-        !con.driver.0.is_finished()
+        !con.driver.0.is_finished() && con.socket.as_deref().is_none_or(still_open)
     }
 }
 

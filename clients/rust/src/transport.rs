@@ -15,10 +15,21 @@ use std::time::{Duration, Instant};
 
 use redis::{Cmd, ConnectionAddr, ConnectionInfo, RedisResult, Value};
 
+/// What a peek at a socket needs: its descriptor, on Unix.
+#[cfg(unix)]
+trait Handle: std::os::fd::AsFd {}
+#[cfg(unix)]
+impl<T: std::os::fd::AsFd> Handle for T {}
+#[cfg(not(unix))]
+trait Handle {}
+#[cfg(not(unix))]
+impl<T> Handle for T {}
+
 /// A socket the wire can run over.
-trait Socket: Read + Write + Sized {
+trait Socket: Read + Write + Handle + Sized {
     fn read_timeout(&self, d: Option<Duration>) -> io::Result<()>;
     fn write_timeout(&self, d: Option<Duration>) -> io::Result<()>;
+    #[cfg(not(unix))]
     fn nonblocking(&self, on: bool) -> io::Result<()>;
     fn duplicate(&self) -> io::Result<Self>;
 }
@@ -32,6 +43,7 @@ macro_rules! socket {
             fn write_timeout(&self, d: Option<Duration>) -> io::Result<()> {
                 self.set_write_timeout(d)
             }
+            #[cfg(not(unix))]
             fn nonblocking(&self, on: bool) -> io::Result<()> {
                 self.set_nonblocking(on)
             }
@@ -89,6 +101,18 @@ impl<S: Socket> Wire<S> {
 
     /// Whether the server still holds this connection: nothing to read
     /// (a reply fully read leaves nothing behind), and not closed.
+    #[cfg(unix)]
+    fn is_open(&mut self) -> bool {
+        if !self.reader.buffer().is_empty() {
+            return false;
+        }
+        let mut byte = [std::mem::MaybeUninit::uninit()];
+        let peeked = socket2::SockRef::from(&self.writer)
+            .recv_with_flags(&mut byte, libc::MSG_PEEK | libc::MSG_DONTWAIT);
+        matches!(peeked, Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+
+    #[cfg(not(unix))]
     fn is_open(&mut self) -> bool {
         if !self.reader.buffer().is_empty() || self.writer.nonblocking(true).is_err() {
             return false;
