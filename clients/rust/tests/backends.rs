@@ -328,3 +328,67 @@ fn a_connection_error_is_not_a_server_error() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn check_finds_a_limit_past_the_servers_cap() {
+    // Within the client's range (up to 1,000,000), past the server's
+    // default cap of 10,000: only the server knows, check() asks it.
+    let log = Limit::sliding_log(20_000, HOUR).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for (kind, words) in [
+        (
+            Kind::Module,
+            "ERR limit must be an integer from 1 to 10000 (CONFIG SET ratelimit.sliding_log_max_limit \
+             raises the cap, up to 1000000)",
+        ),
+        (
+            Kind::Functions,
+            "ERR limit must be an integer from 1 to 10000 (the sliding_log_max_limit setting at the top \
+             of the library raises the cap, up to 1000000)",
+        ),
+    ] {
+        let server = Server::start(kind);
+        let blocking = RateLimits::new(server.redis()).fail_open(true);
+        let non_blocking = redis_ratelimit_client::aio::RateLimits::new(server.redis()).fail_open(true);
+        // RL.ALL names the limit by its position and algorithm.
+        let second = words.replacen("ERR ", "ERR limit 2 (SLIDING_LOG): ", 1);
+        let checks = [
+            (blocking.limiter(log).check(), words.to_string()),
+            (
+                runtime.block_on(non_blocking.limiter(log).check()),
+                words.to_string(),
+            ),
+            (
+                blocking
+                    .all_of([Limit::gcra(1, HOUR).unwrap(), log])
+                    .unwrap()
+                    .check(),
+                second,
+            ),
+        ];
+        for (outcome, expected) in checks {
+            match outcome {
+                Err(e @ Error::ServerError { .. }) => assert_eq!(e.to_string(), expected, "{kind:?}"),
+                other => panic!("{kind:?}: {other:?}"),
+            }
+        }
+        // A take is refused alike, failing open or not: a misconfiguration.
+        match blocking.limiter(log).take("k") {
+            Err(e @ Error::ServerError { .. }) => assert_eq!(e.to_string(), words),
+            other => panic!("{kind:?}: {other:?}"),
+        }
+        if kind == Kind::Module {
+            // Raised: the same limit is accepted, and the check takes nothing.
+            let mut admin = server.client();
+            let () = cmd(&["CONFIG", "SET", "ratelimit.sliding_log_max_limit", "20000"])
+                .query(&mut admin)
+                .unwrap();
+            blocking.limiter(log).check().unwrap();
+            let keys: Vec<String> = cmd(&["KEYS", "*"]).query(&mut admin).unwrap();
+            assert!(keys.is_empty(), "{keys:?}");
+        }
+    }
+}
