@@ -338,18 +338,8 @@ fn check_finds_a_limit_past_the_servers_cap() {
         .enable_all()
         .build()
         .unwrap();
-    for (kind, words) in [
-        (
-            Kind::Module,
-            "ERR limit must be an integer from 1 to 10000 (CONFIG SET ratelimit.sliding_log_max_limit \
-             raises the cap, up to 1000000)",
-        ),
-        (
-            Kind::Functions,
-            "ERR limit must be an integer from 1 to 10000 (the sliding_log_max_limit setting at the top \
-             of the library raises the cap, up to 1000000)",
-        ),
-    ] {
+    for kind in [Kind::Module, Kind::Functions] {
+        let words = common::past_the_cap(kind);
         let server = Server::start(kind);
         let blocking = RateLimits::new(server.redis()).fail_open(true);
         let non_blocking = redis_ratelimit_client::aio::RateLimits::new(server.redis()).fail_open(true);

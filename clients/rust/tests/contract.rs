@@ -960,13 +960,7 @@ fn layer_of(limits: aio::RateLimits<redis::Client>, limiters: &Json) -> Result<L
     let (first, limit) = named.next().unwrap();
     let layer = Layer::new(limits, first, limit)?;
     let layer = named.try_fold(layer, |layer, (name, limit)| layer.and(name, limit))?;
-    Ok(layer.key(|parts| {
-        parts
-            .headers
-            .get("x-client-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    }))
+    Ok(layer.key(common::http::client_id))
 }
 
 /// One request through `layer` in front of [`app_handler`].

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use axum::routing::get;
 use axum::Router;
-use common::http::{app_handler, get_path, serve, Reply};
+use common::http::{app_handler, client_id, get_path, serve, Reply};
 use common::{Kind, Server};
 use redis_ratelimit_client::aio::{self, connection_manager_config};
 use redis_ratelimit_client::layer::RateLimitLayer;
@@ -37,14 +37,9 @@ struct Clients {
 }
 
 async fn layer(limits: aio::RateLimits<redis::Client>) -> SocketAddr {
-    let layer = RateLimitLayer::new(limits, "api", limit()).unwrap().key(|parts| {
-        parts
-            .headers
-            .get("x-client-id")?
-            .to_str()
-            .ok()
-            .map(str::to_string)
-    });
+    let layer = RateLimitLayer::new(limits, "api", limit())
+        .unwrap()
+        .key(client_id);
     serve(Router::new().route("/", get(app_handler)).layer(layer)).await
 }
 

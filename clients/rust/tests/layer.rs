@@ -206,18 +206,8 @@ async fn a_server_error_is_a_500_never_failed_open() {
 async fn the_start_up_check_finds_what_the_server_refuses() {
     // Past the module's and the library's default cap of 10,000.
     let log = Limit::sliding_log(20_000, HOUR).unwrap();
-    for (kind, words) in [
-        (
-            Kind::Module,
-            "ERR limit must be an integer from 1 to 10000 (CONFIG SET ratelimit.sliding_log_max_limit \
-             raises the cap, up to 1000000)",
-        ),
-        (
-            Kind::Functions,
-            "ERR limit must be an integer from 1 to 10000 (the sliding_log_max_limit setting at the top \
-             of the library raises the cap, up to 1000000)",
-        ),
-    ] {
+    for kind in [Kind::Module, Kind::Functions] {
+        let words = common::past_the_cap(kind);
         let server = Server::start(kind);
         let layer = RateLimitLayer::new(RateLimits::new(server.redis()), "hourly", log).unwrap();
         match layer.check().await {

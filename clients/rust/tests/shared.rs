@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use axum::routing::get;
 use axum::Router;
-use common::http::{app_handler, get_path, serve};
+use common::http::{app_handler, client_id, get_path, serve};
 use common::{Kind, Server};
 use redis_ratelimit_client::aio::RateLimits;
 use redis_ratelimit_client::layer::RateLimitLayer;
@@ -74,14 +74,7 @@ async fn a_python_service_and_this_layer_share_one_limit() {
         Limit::gcra_with_burst(5, Duration::from_secs(60), 5).unwrap(),
     )
     .unwrap()
-    .key(|parts| {
-        parts
-            .headers
-            .get("x-client-id")?
-            .to_str()
-            .ok()
-            .map(str::to_string)
-    });
+    .key(client_id);
     layer.check().await.unwrap();
     let rust = serve(Router::new().route("/", get(app_handler)).layer(layer)).await;
     // The sixth request goes to Rust for one client, to Python for the other.

@@ -25,6 +25,17 @@ pub async fn serve_plain(app: Router) -> SocketAddr {
     address
 }
 
+/// The client's identity, as the tests' layers key requests: the
+/// `X-Client-Id` header.
+pub fn client_id(parts: &http::request::Parts) -> Option<String> {
+    parts
+        .headers
+        .get("x-client-id")?
+        .to_str()
+        .ok()
+        .map(str::to_string)
+}
+
 /// The app behind a layer: `ok`, and what it saw of the decision on the
 /// request in `x-seen` (`decision`, `failed_open`, `none`).
 pub async fn app_handler(request: axum::extract::Request) -> axum::response::Response {

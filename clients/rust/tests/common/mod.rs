@@ -288,6 +288,21 @@ pub fn preload_library(con: &mut redis::Connection) {
     assert_eq!(name, "ratelimit");
 }
 
+/// The server's words for a sliding log of 20,000, past its default cap of
+/// 10,000 (`sliding_log_max_limit`): the module's, and the library's.
+pub fn past_the_cap(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Module => {
+            "ERR limit must be an integer from 1 to 10000 (CONFIG SET ratelimit.sliding_log_max_limit \
+             raises the cap, up to 1000000)"
+        }
+        _ => {
+            "ERR limit must be an integer from 1 to 10000 (the sliding_log_max_limit setting at the top \
+             of the library raises the cap, up to 1000000)"
+        }
+    }
+}
+
 /// A Redis Cluster of three primaries, the module loaded or not.
 pub struct Cluster {
     pub nodes: Vec<Server>,
