@@ -10,7 +10,7 @@ use redis::{Cmd, RedisFuture, Value};
 use crate::backend::Backend;
 use crate::call::{self, Plan, Policy, Sender};
 use crate::conn::AsyncConnector;
-use crate::error::reply_text;
+use crate::error::{is_outage, reply_text};
 use crate::limit::{ConcurrencyLimit, Limit, Take};
 use crate::{Acquisition, Decision, Error};
 
@@ -179,7 +179,8 @@ impl<C: AsyncConnector> std::fmt::Debug for RateLimits<C> {
 /// One call's sender: the connection in use.
 struct AsyncSender<'l, C: AsyncConnector> {
     live: &'l Live<C::Connection>,
-    /// A transport error: the connection is dropped.
+    /// A transport error, or a reply that says the server cannot serve
+    /// now: the connection is dropped.
     broken: bool,
 }
 
@@ -187,10 +188,16 @@ impl<C: AsyncConnector> Sender for AsyncSender<'_, C> {
     fn send<'a>(&'a mut self, cmd: &'a Cmd, key: Option<&'a str>) -> RedisFuture<'a, Value> {
         Box::pin(async move {
             let mut con = self.live.con.clone();
-            let reply = C::send(&mut con, cmd, key).await;
-            match &reply {
-                Err(e) if reply_text(e).is_none() => self.broken = true,
-                _ => self.live.touch(),
+            let reply = call::checked(C::send(&mut con, cmd, key).await);
+            let answered = match &reply {
+                Ok(_) => true,
+                Err(e) => {
+                    self.broken |= is_outage(e);
+                    reply_text(e).is_some()
+                }
+            };
+            if answered {
+                self.live.touch();
             }
             reply
         })

@@ -130,6 +130,15 @@ pub(crate) fn reply_text(e: &redis::RedisError) -> Option<String> {
     })
 }
 
+/// Whether `e` says the connection cannot serve now (a transport error, or
+/// a reply such as `LOADING` or `MOVED`): the clients then open another
+/// one (a cluster client reads the slots afresh).
+pub(crate) fn is_outage(e: &redis::RedisError) -> bool {
+    e.code()
+        .filter(|_| !e.is_io_error())
+        .is_none_or(|code| UNAVAILABLE_CODES.contains(&code))
+}
+
 impl From<redis::RedisError> for Error {
     /// An error reply becomes [`Error::ServerError`], or
     /// [`Error::Unavailable`] when its code says the server cannot serve

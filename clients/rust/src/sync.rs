@@ -8,7 +8,7 @@ use redis::{Cmd, RedisFuture, Value};
 use crate::backend::Backend;
 use crate::call::{self, Plan, Policy, Sender};
 use crate::conn::Connector;
-use crate::error::reply_text;
+use crate::error::{is_outage, reply_text};
 use crate::limit::{ConcurrencyLimit, Limit, Take};
 use crate::{params, Acquisition, Decision, Error};
 
@@ -123,7 +123,8 @@ impl<C: Connector> std::fmt::Debug for RateLimits<C> {
 struct SyncSender<C: Connector> {
     con: C::Connection,
     deadline: Instant,
-    /// A transport error: the connection is dropped, not reused.
+    /// A transport error, or a reply that says the server cannot serve
+    /// now: the connection is dropped, not reused.
     broken: bool,
     /// The deadline passed.
     timed_out: bool,
@@ -136,12 +137,10 @@ impl<C: Connector> Sender for SyncSender<C> {
             self.timed_out = true;
             Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into())
         } else {
-            let reply = C::send(&mut self.con, cmd, key, left);
+            let reply = call::checked(C::send(&mut self.con, cmd, key, left));
             if let Err(e) = &reply {
-                if reply_text(e).is_none() {
-                    self.broken = true;
-                    self.timed_out |= e.is_timeout();
-                }
+                self.broken |= is_outage(e);
+                self.timed_out |= reply_text(e).is_none() && e.is_timeout();
             }
             reply
         };

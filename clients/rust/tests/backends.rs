@@ -382,3 +382,46 @@ fn check_finds_a_limit_past_the_servers_cap() {
         }
     }
 }
+
+#[test]
+fn a_reply_that_says_the_server_cannot_serve_drops_the_connection() {
+    use common::fake::{Answer, Fake, Resp, Step};
+    // MOVED reaches the client only from a cluster client with no retries:
+    // the next call opens a connection that reads the slots afresh. Any
+    // such reply (LOADING, READONLY...) is treated alike.
+    let take = |answer| Step::new(&["RL.GCRA", "k", "0", "1", "3600000", "1", "MS"], answer);
+    let allowed = Answer::Reply(Resp::Array([0, 1, 0, -1, 3600000].map(Resp::Int).to_vec()));
+    let script = || {
+        vec![
+            Step::new(
+                &["RL.GCRA"],
+                Answer::Error("ERR wrong number of arguments for 'rl.gcra' command".into()),
+            ),
+            take(Answer::Error("MOVED 3999 127.0.0.1:6381".into())),
+            take(allowed.clone()),
+        ]
+    };
+    let limit = Limit::gcra(1, HOUR).unwrap();
+    let fake = Fake::start(script());
+    let api = RateLimits::new(fake.client()).limiter(limit);
+    match api.take("k") {
+        Err(e @ Error::Unavailable { .. }) => {
+            assert_eq!(
+                e.to_string(),
+                "rate limiter unavailable: MOVED 3999 127.0.0.1:6381"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(api.take("k").unwrap().allowed);
+    assert_eq!((fake.connections(), fake.left()), (2, 0), "a new connection");
+    let fake = Fake::start(script());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let api = redis_ratelimit_client::aio::RateLimits::new(fake.client()).limiter(limit);
+    assert!(runtime.block_on(api.take("k")).unwrap_err().is_unavailable());
+    assert!(runtime.block_on(api.take("k")).unwrap().allowed);
+    assert_eq!((fake.connections(), fake.left()), (2, 0), "a new connection");
+}
