@@ -131,8 +131,9 @@ impl<C: AsyncConnector> Shared<C> {
 /// an allowed decision marked [`failed_open`](Decision::failed_open).
 /// Over a [`redis::Client`], the client opens one multiplexed connection,
 /// shared by every call; it opens another at once when the server closed
-/// it (seen before a call is sent), when a call met a transport error, or
-/// when a call's deadline passed with no answer at all on the connection
+/// it (seen before a call is sent), when a call met a transport error or
+/// a reply that says the server cannot serve now, or when a call's
+/// deadline passed with no answer at all on the connection
 /// meanwhile (a frozen or vanished server: the abandoned commands go with
 /// the connection).
 ///

@@ -24,7 +24,8 @@ fn route(key: &str) -> redis::cluster_routing::RoutingInfo {
 /// [`redis::cluster::ClusterClient`].
 ///
 /// The client keeps the connections it opened (one per thread calling at
-/// once), drops one after any fault (a timeout, a transport error) and
+/// once), drops one after any fault (a timeout, a transport error, a reply
+/// such as `LOADING` or `MOVED`) and
 /// opens another on the next call, within that call's deadline.
 pub trait Connector: Send + Sync + 'static {
     /// An open connection.
