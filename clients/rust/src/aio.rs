@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use redis::{Cmd, RedisFuture, Value};
+use redis::{Cmd, Value};
 
 use crate::backend::Backend;
 use crate::call::{self, Plan, Policy, Sender};
@@ -186,7 +186,7 @@ struct AsyncSender<'l, C: AsyncConnector> {
 }
 
 impl<C: AsyncConnector> Sender for AsyncSender<'_, C> {
-    fn send<'a>(&'a mut self, cmd: &'a Cmd, key: Option<&'a str>) -> RedisFuture<'a, Value> {
+    fn send<'a>(&'a mut self, cmd: &'a Cmd, key: Option<&'a str>) -> call::Reply<'a> {
         Box::pin(async move {
             let mut con = self.live.con.clone();
             let reply = call::checked(C::send(&mut con, cmd, key).await);

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use redis::{Cmd, RedisFuture, RedisResult, Value};
+use redis::{Cmd, RedisResult, Value};
 
 use crate::backend::{self, Backend};
 use crate::decision::{Decision, Shape};
@@ -250,12 +250,16 @@ pub(crate) fn integer(reply: &Value) -> Result<u64, Error> {
     }
 }
 
+/// A reply to come (the `redis` crate's `RedisFuture`, which exists only
+/// with its async features).
+pub(crate) type Reply<'a> = std::pin::Pin<Box<dyn Future<Output = RedisResult<Value>> + Send + 'a>>;
+
 /// Where one call's commands go: a connection, bounded by the call's
 /// deadline.
 pub(crate) trait Sender {
     /// Send `cmd`, whose first key is `key`; error replies come back as
     /// errors.
-    fn send<'a>(&'a mut self, cmd: &'a Cmd, key: Option<&'a str>) -> RedisFuture<'a, Value>;
+    fn send<'a>(&'a mut self, cmd: &'a Cmd, key: Option<&'a str>) -> Reply<'a>;
 }
 
 /// A reply, with an error reply (which a connection may hand back as a

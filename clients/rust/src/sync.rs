@@ -3,7 +3,7 @@
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use redis::{Cmd, RedisFuture, Value};
+use redis::{Cmd, Value};
 
 use crate::backend::Backend;
 use crate::call::{self, Plan, Policy, Sender};
@@ -131,7 +131,7 @@ struct SyncSender<C: Connector> {
 }
 
 impl<C: Connector> Sender for SyncSender<C> {
-    fn send<'a>(&'a mut self, cmd: &'a Cmd, key: Option<&'a str>) -> RedisFuture<'a, Value> {
+    fn send<'a>(&'a mut self, cmd: &'a Cmd, key: Option<&'a str>) -> call::Reply<'a> {
         let left = self.deadline.saturating_duration_since(Instant::now());
         let reply = if left.is_zero() {
             self.timed_out = true;
