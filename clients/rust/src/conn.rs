@@ -87,8 +87,8 @@ impl Connector for redis::Client {
 /// Build the client with `.retries(0)`: the cluster connection otherwise
 /// sends a call again after a timeout (its answer lost, it may have run)
 /// and waits past the deadline between its tries. A `MOVED` or `ASK`
-/// answered while slots move is [`Error::Unavailable`](crate::Error) and
-/// drops the connection; the next call opens one that reads the slots
+/// answered while slots move is then [`Error::Unavailable`](crate::Error)
+/// and drops the connection; the next call opens one that reads the slots
 /// afresh.
 impl Connector for redis::cluster::ClusterClient {
     type Connection = redis::cluster::ClusterConnection;
@@ -113,6 +113,7 @@ impl Connector for redis::cluster::ClusterClient {
             Some(key) => con.route_command(cmd, route(key)),
             None => redis::ConnectionLike::req_command(con, cmd),
         }
+        .map_err(crate::error::slot_moving)
     }
 }
 
@@ -261,10 +262,13 @@ fn send_cluster<'a>(
     cmd: &'a Cmd,
     key: Option<&'a str>,
 ) -> RedisFuture<'a, Value> {
-    match key {
-        Some(key) => Box::pin(con.route_command(cmd, route(key))),
-        None => redis::aio::ConnectionLike::req_packed_command(con, cmd),
-    }
+    Box::pin(async move {
+        match key {
+            Some(key) => con.route_command(cmd, route(key)).await,
+            None => redis::aio::ConnectionLike::req_packed_command(con, cmd).await,
+        }
+        .map_err(crate::error::slot_moving)
+    })
 }
 
 /// Connections of your own, cloned for each call: the client bounds each

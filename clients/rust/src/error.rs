@@ -50,10 +50,7 @@ pub enum Error {
 
 /// The error replies that mean the server cannot serve now, not that the
 /// call is wrong (clients/contract/errors.json's `unavailable_codes`).
-/// `MOVED` and `ASK` reach the client only when its Redis client does not
-/// follow them (a cluster client built with no retries): the keys are
-/// moving, which is no misconfiguration either.
-const UNAVAILABLE_CODES: [&str; 11] = [
+const UNAVAILABLE_CODES: [&str; 9] = [
     "LOADING",
     "BUSY",
     "MASTERDOWN",
@@ -63,9 +60,27 @@ const UNAVAILABLE_CODES: [&str; 11] = [
     "OOM",
     "MISCONF",
     "NOREPLICAS",
-    "MOVED",
-    "ASK",
 ];
+
+/// A cluster connection's `MOVED` or `ASK` (one built with no retries does
+/// not follow them): the keys' slot is moving, which is an outage of a
+/// moment, and the next connection reads the slots afresh. Made a transport
+/// error here, so that it is [`Error::Unavailable`] and drops the
+/// connection. From one server (a client of one node pointed at a
+/// Cluster), the same reply stays a [`Error::ServerError`]: that is a
+/// misconfiguration, which must be seen, not failed open.
+pub(crate) fn slot_moving(e: redis::RedisError) -> redis::RedisError {
+    match e.code() {
+        Some("MOVED" | "ASK") if !e.is_io_error() => {
+            let text = reply_text(&e).unwrap_or_default();
+            redis::RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                format!("the keys' slot is moving ({text})"),
+            ))
+        }
+        _ => e,
+    }
+}
 
 impl Error {
     pub(crate) fn invalid(name: &'static str, message: String) -> Error {

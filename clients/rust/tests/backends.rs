@@ -386,9 +386,8 @@ fn check_finds_a_limit_past_the_servers_cap() {
 #[test]
 fn a_reply_that_says_the_server_cannot_serve_drops_the_connection() {
     use common::fake::{Answer, Fake, Resp, Step};
-    // MOVED reaches the client only from a cluster client with no retries:
-    // the next call opens a connection that reads the slots afresh. Any
-    // such reply (LOADING, READONLY...) is treated alike.
+    // The server cannot serve now (LOADING, READONLY...): the next call
+    // opens a new connection.
     let take = |answer| Step::new(&["RL.GCRA", "k", "0", "1", "3600000", "1", "MS"], answer);
     let allowed = Answer::Reply(Resp::Array([0, 1, 0, -1, 3600000].map(Resp::Int).to_vec()));
     let script = || {
@@ -397,7 +396,9 @@ fn a_reply_that_says_the_server_cannot_serve_drops_the_connection() {
                 &["RL.GCRA"],
                 Answer::Error("ERR wrong number of arguments for 'rl.gcra' command".into()),
             ),
-            take(Answer::Error("MOVED 3999 127.0.0.1:6381".into())),
+            take(Answer::Error(
+                "LOADING Redis is loading the dataset in memory".into(),
+            )),
             take(allowed.clone()),
         ]
     };
@@ -408,7 +409,7 @@ fn a_reply_that_says_the_server_cannot_serve_drops_the_connection() {
         Err(e @ Error::Unavailable { .. }) => {
             assert_eq!(
                 e.to_string(),
-                "rate limiter unavailable: MOVED 3999 127.0.0.1:6381"
+                "rate limiter unavailable: LOADING Redis is loading the dataset in memory"
             )
         }
         other => panic!("{other:?}"),
@@ -424,4 +425,33 @@ fn a_reply_that_says_the_server_cannot_serve_drops_the_connection() {
     assert!(runtime.block_on(api.take("k")).unwrap_err().is_unavailable());
     assert!(runtime.block_on(api.take("k")).unwrap().allowed);
     assert_eq!((fake.connections(), fake.left()), (2, 0), "a new connection");
+}
+
+#[test]
+fn moved_from_one_server_is_a_misconfiguration() {
+    // A client of one node pointed at a Cluster: MOVED says the key lives
+    // elsewhere, for good. A ServerError, raised, never failed open.
+    use common::fake::{Answer, Fake, Step};
+    let fake = Fake::start(vec![
+        Step::new(
+            &["RL.GCRA"],
+            Answer::Error("ERR wrong number of arguments for 'rl.gcra' command".into()),
+        ),
+        Step::new(
+            &["RL.GCRA", "k", "0", "1", "3600000", "1", "MS"],
+            Answer::Error("MOVED 3999 127.0.0.1:6381".into()),
+        ),
+    ]);
+    let api = RateLimits::new(fake.client())
+        .fail_open(true)
+        .limiter(Limit::gcra(1, HOUR).unwrap());
+    match api.take("k") {
+        Err(Error::ServerError { code, message }) => {
+            assert_eq!(
+                (code.as_str(), message.as_str()),
+                ("MOVED", "MOVED 3999 127.0.0.1:6381")
+            )
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -129,3 +129,70 @@ fn cluster_with_the_functions_loaded_on_every_primary() {
     blocking(&cluster, Backend::Functions);
     loaded_everywhere();
 }
+
+/// Moves `key`'s slot (and the key) to another primary, as a reshard does.
+fn move_slot(cluster: &Cluster, key: &str) {
+    let slot: i64 = cmd(&["CLUSTER", "KEYSLOT", key])
+        .query(&mut cluster.nodes[0].client())
+        .unwrap();
+    let owns = |node: &common::Server| {
+        let n: i64 = cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()])
+            .query(&mut node.client())
+            .unwrap();
+        n > 0
+    };
+    let from = cluster.nodes.iter().find(|n| owns(n)).expect("the key's node");
+    let to = cluster.nodes.iter().find(|n| n.port != from.port).unwrap();
+    let id =
+        |node: &common::Server| -> String { cmd(&["CLUSTER", "MYID"]).query(&mut node.client()).unwrap() };
+    let (from_id, to_id, slot) = (id(from), id(to), slot.to_string());
+    let () = cmd(&["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id])
+        .query(&mut to.client())
+        .unwrap();
+    let () = cmd(&["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id])
+        .query(&mut from.client())
+        .unwrap();
+    let port = to.port.to_string();
+    let () = cmd(&["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS", key])
+        .query(&mut from.client())
+        .unwrap();
+    for node in &cluster.nodes {
+        let () = cmd(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id])
+            .query(&mut node.client())
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_slot_that_moves_is_an_outage_of_one_call() {
+    // A cluster client with no retries does not follow MOVED: the call that
+    // meets it is Unavailable (the failure policy applies, never a 500), and
+    // the next one reads the slots afresh and finds the key, its state
+    // moved with it.
+    let cluster = Cluster::start(Kind::Module);
+    let limit = Limit::gcra_with_burst(1, HOUR, 3).unwrap();
+    let blocking = RateLimits::new(client(&cluster)).limiter(limit);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let non_blocking = aio::RateLimits::new(client(&cluster)).limiter(limit);
+    for (i, key) in ["moving:a", "moving:b"].into_iter().enumerate() {
+        let take = |key| {
+            if i == 0 {
+                blocking.take(key)
+            } else {
+                runtime.block_on(non_blocking.take(key))
+            }
+        };
+        assert_eq!(take(key).unwrap().remaining, 2);
+        move_slot(&cluster, key);
+        match take(key) {
+            Err(e @ Error::Unavailable { .. }) => {
+                assert!(e.to_string().contains("the keys' slot is moving (MOVED "), "{e}")
+            }
+            other => panic!("the call that meets MOVED: {other:?}"),
+        }
+        assert_eq!(take(key).unwrap().remaining, 1, "the state moved with its key");
+    }
+}
