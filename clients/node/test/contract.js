@@ -78,7 +78,7 @@ function perform(limiter, call) {
     case "refund":
       return limiter.refund(key, call.n);
     case "acquire":
-      return limiter.acquire(key, call.n, call.peek || call.options?.peek ? { peek: true } : undefined);
+      return limiter.acquire(key, call.n, call.options?.peek ? { peek: true } : undefined);
     case "release":
       return limiter.release(key, call.lease);
     case "renew":

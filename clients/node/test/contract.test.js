@@ -73,9 +73,10 @@ for (const clientName of Object.keys(CLIENTS)) {
     for (const t of errors.transport) {
       it(`transport: ${t.fault}`, async () => {
         let port = fake.port;
-        if (t.fault.startsWith("no answer")) fake.answer(() => NO_ANSWER);
-        else if (t.fault.startsWith("connection closed")) fake.answer(() => CLOSE);
+        if (t.kind === "no_answer") fake.answer(() => NO_ANSWER);
+        else if (t.kind === "closed") fake.answer(() => CLOSE);
         else {
+          assert.equal(t.kind, "refused", "a fault this test knows");
           // A port nobody listens on: connection refused.
           const gone = await fakeRedis(() => null);
           port = gone.port;

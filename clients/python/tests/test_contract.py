@@ -133,11 +133,13 @@ def perform(limits: Any, limiter_spec: dict[str, Any], call: dict[str, Any]) -> 
             kw["block"] = ms(options.pop("block_ms"))
         assert not options, f"options this test does not know: {options}"
         return limiter.take(key, call["n"], **kw)
+    if op == "acquire":
+        peek = options.pop("peek", False)
+        assert not options, f"acquire takes peek alone: {options}"
+        return limiter.acquire(key, call["n"], peek=peek)
     assert not options, f"{op} takes no options here: {options}"
     if op == "refund":
         return limiter.refund(key, call["n"])
-    if op == "acquire":
-        return limiter.acquire(key, call["n"], peek=call.get("peek", False))
     if op == "release":
         return limiter.release(key, call["lease"])
     if op == "renew":
@@ -250,18 +252,18 @@ class Fault:
     """A transport fault of errors.json, made real: its port, and the
     exact message when the case gives one."""
 
-    def __init__(self, fault: str) -> None:
+    def __init__(self, kind: str) -> None:
         self._close: Any = None
-        if fault.startswith("no answer"):
+        if kind == "no_answer":
             hole = BlackHole()
             self.port, self._close = hole.port, hole.close
-        elif "refused" in fault:
+        elif kind == "refused":
             self.port = free_port()
-        elif "closed" in fault:
+        elif kind == "closed":
             fake = FakeRedis(replying(CLOSE))
             self.port, self._close = fake.port, fake.close
         else:
-            raise AssertionError(f"no fault made for {fault!r}: add one here")
+            raise AssertionError(f"no fault made for the kind {kind!r}: add one here")
 
     def close(self) -> None:
         if self._close:
@@ -270,7 +272,7 @@ class Fault:
 
 @pytest.mark.parametrize("case", ERRORS["transport"], ids=[c["fault"][:40] for c in ERRORS["transport"]])
 def test_transport_fault(case: dict[str, Any], connect: Callable[..., Any]) -> None:
-    fault = Fault(case["fault"])
+    fault = Fault(case["kind"])
     try:
         limits = connect(fault.port, backend="module", timeout=ms(100))
         with pytest.raises(CLASSES[case["raises"]]) as raised:

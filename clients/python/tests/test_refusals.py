@@ -103,11 +103,10 @@ def test_a_plain_take_is_refused_locally(connect: Callable[..., Any]) -> None:
         lambda api: api.take("k", force=True),
         lambda api: api.take("k", wait=1),
         lambda api: api.take("k", 5, at_most=True),
-        lambda api: api.take("k", block=60),
         lambda api: api.refund("k"),
         lambda api: api.query("k"),
     ],
-    ids=["peek", "peek()", "force", "wait", "at_most", "block", "refund", "query"],
+    ids=["peek", "peek()", "force", "wait", "at_most", "refund", "query"],
 )
 def test_only_plain_takes_are_remembered(call: Callable[[Any], Any], connect: Callable[..., Any]) -> None:
     fake, limits, _ = refusing(connect, (1, 20, 0, 1500, 2000, 0))
@@ -118,6 +117,21 @@ def test_only_plain_takes_are_remembered(call: Callable[[Any], Any], connect: Ca
         assert len(fake.commands) == 2
         api.take("k")  # a plain take, refused: remembered from now on
         api.take("k")
+        assert len(fake.commands) == 3
+
+
+def test_a_take_with_block_is_remembered_apart(connect: Callable[..., Any]) -> None:
+    """A take with BLOCK is plain too (its refusal lasts until the block's
+    end, which its retry_after says), remembered apart from the same take
+    without BLOCK and with another duration."""
+    fake, limits, _ = refusing(connect, (1, 20, 0, 60000, 60000))
+    with fake:
+        api = limits.gcra(rate=10, per=1, burst=20)
+        blocked = api.take("k", block=60)
+        assert api.take("k", block=60) == blocked
+        assert len(fake.commands) == 1
+        api.take("k")
+        api.take("k", block=30)
         assert len(fake.commands) == 3
 
 

@@ -83,7 +83,9 @@ def rate_call(
     plain take is remembered when refused (local refusals)."""
     args = options(n, **opts)
     at_most = bool(opts.get("at_most"))
-    plain = len(args) == 2 and n > 0 and calls.refusals is not None
+    # Plain: n units, with or without BLOCK (a block's refusal lasts until
+    # the block's end, which its retry_after says).
+    plain = n > 0 and calls.refusals is not None and (len(args) == 2 or (len(args) == 4 and args[2] == "BLOCK"))
     return calls.decide(
         command,
         function,
@@ -93,7 +95,7 @@ def rate_call(
         limit,
         n,
         fail_open,
-        (command, *params, *keys, n) if plain else None,
+        (command, *params, *keys, *args) if plain else None,
     )
 
 
