@@ -108,3 +108,22 @@ def test_a_call_needs_the_server() -> None:
     with pytest.raises(Unavailable) as raised:
         limits.gcra(rate=1, per=1).take("k")
     assert str(raised.value).startswith("rate limiter unavailable: Error 111 connecting to localhost:")
+
+
+def test_a_sentinel_client_is_refused_at_construction() -> None:
+    """Its connections find the primary through the sentinels, with their
+    own timeouts and retries, which no deadline would bound: said at once,
+    not found out as an outage at the first call."""
+    import redis.asyncio.sentinel
+    import redis.sentinel
+
+    for make, sentinel in (
+        (RateLimits, redis.sentinel.Sentinel([("127.0.0.1", NOWHERE)])),
+        (AsyncRateLimits, redis.asyncio.sentinel.Sentinel([("127.0.0.1", NOWHERE)])),
+    ):
+        with pytest.raises(InvalidParameter) as refused:
+            make(sentinel.master_for("mymaster"))
+        assert str(refused.value) == (
+            "a Sentinel client is not supported (finding the primary through the sentinels is not bounded "
+            "by the deadline): pass a client of the primary's address, or a RedisCluster"
+        )

@@ -28,6 +28,7 @@ from typing import Any
 
 import redis.connection
 
+from ._errors import InvalidParameter
 from ._steps import Address
 
 
@@ -85,6 +86,13 @@ def settings_of(client: Any) -> tuple[type, dict[str, Any]]:
     limiter's connections replaces)."""
     if not is_cluster(client):
         pool = client.connection_pool
+        if "Sentinel" in type(pool).__name__:
+            # Its connections ask the sentinels for the primary, with their
+            # own timeouts and retries: no deadline would bound them.
+            raise InvalidParameter(
+                "a Sentinel client is not supported (finding the primary through the sentinels is not bounded "
+                "by the deadline): pass a client of the primary's address, or a RedisCluster"
+            )
         return pool.connection_class, dict(pool.connection_kwargs)
     nodes = [*client.nodes_manager.startup_nodes.values(), *getattr(client.nodes_manager, "nodes_cache", {}).values()]
     for node in nodes:
