@@ -6,7 +6,7 @@
 // per minute in bursts of 5 named "api", keyed by X-Client-Id. Five requests
 // in all pass, whichever service gets them; the sixth is refused by either;
 // Redis holds exactly the contract's key. The Python app runs in the venv
-// named by PYTHON (default target/client-node-pyvenv, which .ci/client-node
+// named by PYTHON (default target/client-python-venv, which .ci/client-node
 // makes); without it the test is skipped, saying so.
 
 const assert = require("node:assert/strict");
@@ -16,7 +16,7 @@ const path = require("node:path");
 const { describe, it, before, after } = require("node:test");
 const { startServer, cli, ROOT } = require("./servers");
 
-const PYTHON = process.env.PYTHON || path.join(ROOT, "target", "client-node-pyvenv", "bin", "python");
+const PYTHON = process.env.PYTHON || path.join(ROOT, "target", "client-python-venv", "bin", "python");
 const APPS = path.join(ROOT, "clients", "contract", "apps");
 const NO_PYTHON = !fs.existsSync(PYTHON) && `no Python venv with the Python client at ${PYTHON} (.ci/client-node makes it)`;
 
