@@ -7,17 +7,31 @@
 --
 -- Every function takes the module command's arguments after its key(s) and
 -- answers exactly what the module answers; the state of each limiter is the
--- module's own bytes, so a key moves between editions unchanged.
+-- module's own bytes, so a key moves between editions unchanged. The
+-- settings are the table of the part `settings`, below.
 --
--- Lua numbers are doubles: every value here is an integer below 2^53, or is
--- computed exactly by `muldivmod` (a product too large for a double, divided)
--- or by the limb helpers (the 96- and 112-bit fields of the stored states).
--- Inputs whose arithmetic would leave that are refused (see RANGE below).
+-- Written by functions/build.py from functions/src/ (edit those, then run
+-- python3 functions/build.py): each part below is the file of its name
+-- there, after a line `-- part: NAME`.
 --
--- The top level only defines locals and registers functions: on Redis 7.0 it
--- runs without the standard libraries, which `bind` fetches on first call.
-
--- The settings: edit them and load the library again.
+-- Each function's standalone script, for EVALSHA where FCALL is missing
+-- (docs/functions.md, "Deriving the scripts from the library"), is the
+-- prelude its line below gives, then each part it names, in order (each
+-- from its `-- part:` line to the next), then its last line:
+-- `-- script NAME: PRELUDE | PARTS | LAST LINE`.
+-- script rl_gcra: redis.replicate_commands() | settings base exact plain plain_gcra plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra request store rate general_end | return guard(rate, KEYS, ARGV, nil, 1, 3, gcra_limiter, gcra_decide)
+-- script rl_token_bucket: redis.replicate_commands() | settings base exact plain plain_token_bucket plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms token_bucket request store rate general_end | return guard(rate, KEYS, ARGV, nil, 2, 3, bucket_limiter, bucket_decide)
+-- script rl_fixed: redis.replicate_commands() | settings base exact plain plain_fixed plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms fixed_window request store rate general_end | return guard(rate, KEYS, ARGV, nil, 3, 2, fixed_limiter, fixed_decide)
+-- script rl_sliding_log: redis.replicate_commands() | settings base exact plain plain_sliding_log plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_log request store rate general_end | return guard(rate, KEYS, ARGV, nil, 4, 2, log_limiter, log_decide)
+-- script rl_sliding_counter: redis.replicate_commands() | settings base exact plain plain_sliding_counter plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_counter request store rate general_end | return guard(rate, KEYS, ARGV, nil, 5, 2, counter_limiter, counter_decide)
+-- script rl_all: redis.replicate_commands() | settings base exact plain plain_gcra plain_token_bucket plain_fixed plain_sliding_log plain_sliding_counter plain_all general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra token_bucket fixed_window sliding_log sliding_counter request store rate all general_end | return guard(all, KEYS, ARGV, nil)
+-- script rl_concurrency: redis.replicate_commands() | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(concurrency, KEYS, ARGV)
+-- script rl_release: redis.replicate_commands() | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(release, KEYS, ARGV)
+-- script rl_renew: redis.replicate_commands() | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(renew, KEYS, ARGV)
+-- script rl_version: redis.replicate_commands() | version | return VERSION
+-- part: settings
+-- The settings: edit them and load the library again (a script: build the
+-- scripts again). docs/functions.md, "Settings".
 local SETTINGS = {
   -- Refusals of the rate functions are answered as allowed and record
   -- nothing (the module's `ratelimit.shadow`).
@@ -27,63 +41,57 @@ local SETTINGS = {
   -- The largest `limit` of rl_concurrency, 1 to 1000000.
   concurrency_max_limit = 10000,
 }
-
+-- part: version
+-- The library's version: the module's (Cargo.toml), answered by rl_version.
 local VERSION = '0.1.0'
-
--- The edition's own bounds, beyond the module's (docs/functions.md, "Ranges").
-local RANGE = {
-  -- How far ahead of now a limiter may reach when requests fill its burst
-  -- or empty its bucket: (max_burst + 1) * period / count, and
-  -- capacity * refill_period / refill_count, at most this many microseconds
-  -- (about 95 years).
-  ahead = 3000000000000000,
-  -- The latest instant a state may hold, in microseconds since the epoch
-  -- (the year 2160). With `ahead` it keeps every sum below 2^53.
-  instant = 6000000000000000,
-}
-
--- The module's bounds (rl-core/src/bounds.rs).
-local MAX_LIMIT = 1000000000
-local MAX_QUANTITY = 1000000000
-local MAX_PERIOD = 1000000000000000
-local MAX_HELD = 4000000000
-local MAX_WINDOW_START = 72057594037927935 -- 2^56 - 1 (never reached below RANGE.instant)
-local SETTING_CEILING = 1000000
-local MAX_KEYS = 100
-local WHOLE_VALUE_MAX = 64
-local LEASE_MAX = '9223372036854775807'
-
-local TWO32 = 4294967296
-local TWO51 = 2251799813685248
-local TWO52 = 4503599627370496
-local TWO53 = 9007199254740992
-
--- The values of a list (Lua's global `unpack`, whose name the library
--- gives to struct.unpack below).
-local function spread(list, n) return unpack(list, 1, n or #list) end
-
--- Standard library functions, bound on the first call (see the header).
-local floor, fmt, sub, byte, char, rep, find, lower, upper, concat, pack, unpack, sort, call, pcall_r
-local set_repl, REPL_NONE, REPL_ALL
+-- part: base
+-- What every function runs on: the standard library of the one-pass calls,
+-- bound on the first call, and the guard around each call.
+--
+-- On Redis 7.0 a library's top level runs without the standard libraries
+-- (FUNCTION LOAD), so they are bound when a function is first called. A
+-- script runs its whole text on each call, where each name bound here
+-- costs it an upvalue: only what the one-pass calls use on every call is
+-- bound here (the general path binds its own names, see `general`).
+local call, pcall_r, pack, unpack, fmt, pxat
 local function bind()
-  floor, fmt, sub, byte, char, rep, find = math.floor, string.format, string.sub, string.byte, string.char, string.rep, string.find
-  lower, upper, concat, sort = string.lower, string.upper, table.concat, table.sort
-  pack, unpack = struct.pack, struct.unpack
   call, pcall_r = redis.call, redis.pcall
-  set_repl, REPL_NONE, REPL_ALL = redis.set_repl, redis.REPL_NONE, redis.REPL_ALL
+  pack, unpack, fmt = struct.pack, struct.unpack, string.format
+  -- SET .. PXAT, which Redis 6.0 lacks. A server that does not say its
+  -- version to scripts (before 7.0: the scripts on Redis 6.x) is written
+  -- SET then PEXPIREAT, as the module writes there.
+  pxat = redis.REDIS_VERSION_NUM ~= nil
 end
 
-local function max(a, b) if a > b then return a end return b end
-local function min(a, b) if a < b then return a end return b end
+-- The general path: every option, every form of state, every error (the
+-- parts from `general` to `general_end`), built on the first call that
+-- needs it.
+local general
 
--- An error the function answers (raised through `fail`, caught by `guard`).
-local Failure = {}
-local function fail(message)
-  error(setmetatable({ message = message }, Failure), 0)
+-- Every function runs behind this: the libraries bound on first use, a
+-- refusal answered as the module words it (raised by `fail`, a table with
+-- its message), and any other failure as an error that shows no script
+-- location.
+local function guard(body, ...)
+  if not call then bind() end
+  local ok, result = pcall(body, ...)
+  if ok then return result end
+  if type(result) == 'table' then
+    if result.message then return redis.error_reply(result.message) end
+    if result.err then return result end
+  end
+  -- A server's refusal of a write (out of memory, a read-only replica),
+  -- raised as text by scripts on older servers: its own words.
+  if type(result) == 'string' then
+    local refusal = result:match('OOM command not allowed.*') or result:match('READONLY .*')
+    if refusal then return redis.error_reply((refusal:gsub('%s*script: .*$', ''))) end
+  end
+  return redis.error_reply('ERR internal error in the ratelimit library (the request was not applied)')
 end
-
--------------------------------------------------------------------------------
--- Exact arithmetic
+-- part: exact
+-- Exact arithmetic on doubles (the general path adds the limbs, `limbs`).
+-- Lua's numbers are doubles: every value here is an integer below 2^53, or
+-- is computed exactly by `muldivmod`.
 
 -- floor(a * b / d) and a * b % d, exactly, for integers 0 <= a, b < 2^53 and
 -- 1 <= d < 2^53; nil when the quotient is 2^53 or more. A product below 2^52
@@ -91,18 +99,21 @@ end
 -- summed over a's bits in chunks small enough that no step leaves 2^53.
 local function muldivmod(a, b, d)
   local p = a * b
-  if p < TWO52 then
-    local q = floor(p / d)
-    local r = p - q * d
+  if p < 2^52 then
+    -- (p % d is p - floor(p / d) * d, exact here: the quotient as
+    -- math.floor gives it, without the call.)
+    local r = p % d
+    local q = (p - r) / d
     if r < 0 then q, r = q - 1, r + d elseif r >= d then q, r = q + 1, r - d end
     return q, r
   end
+  local floor = math.floor
   local qb = floor(b / d)
   local rb = b - qb * d
   if rb < 0 then qb, rb = qb - 1, rb + d elseif rb >= d then qb, rb = qb + 1, rb - d end
   local high = a * qb
-  if high >= TWO53 then return nil end
-  if d > TWO51 then
+  if high >= 2^53 then return nil end
+  if d > 2^51 then
     -- Past 2^51 even one bit at a time would leave 2^53 (r * 2 + rb < 3d):
     -- a's bits from the top, each step modulo d without a sum past d.
     local bits, top = {}, a
@@ -121,12 +132,12 @@ local function muldivmod(a, b, d)
       end
     end
     q = q + high
-    if q >= TWO53 then return nil end
+    if q >= 2^53 then return nil end
     return q, r
   end
   -- Chunks of k bits: acc_r * 2^k + chunk * rb < 2 * d * 2^k <= 2^53.
   local span = 2
-  while span * 4 * d <= TWO53 do span = span * 2 end
+  while span * 4 * d <= 2^53 do span = span * 2 end
   local chunks, top = {}, a
   while top > 0 do
     local c = top % span
@@ -142,12 +153,1133 @@ local function muldivmod(a, b, d)
     q, r = q * span + s, t
   end
   q = q + high
-  if q >= TWO53 then return nil end
+  if q >= 2^53 then return nil end
   return q, r
 end
+-- part: plain
+-- The one-pass call: a call decided in one pass, reading its key once and
+-- writing it once, with no table but its reply. It takes the plain call
+-- (`params [quantity] [MS]`) and the options that change nothing of what
+-- is decided at once (PEEK; BLOCK, WAIT and AT_MOST when the request is
+-- allowed now; FORCE; a GCRA refund). Everything else, and every error,
+-- takes the general path, which answers the same (tests/functions.rs
+-- compares both with the module, call for call).
+--
+-- `kept` is what a function of the library keeps between calls (see
+-- `kept`): the limiters it built, and its last expiry as text. A script
+-- keeps nothing (nil).
 
--- Limbs: little-endian base-2^16 digits, for the stored fields wider than a
--- double (the token bucket's 96-bit level, the GCRA's 112-bit fraction).
+-- A decimal integer as Redis reads it, when it is one from lo to hi (both
+-- below 2^53): its value, else nil. (string.find is looked up here: this
+-- runs for a limiter the library has not kept, and in a script, where a
+-- name bound for every call would cost more.)
+local function decimal(s, lo, hi)
+  if #s <= 15 and (string.find(s, '^[1-9]%d*$') or s == '0') then
+    local v = s + 0
+    if v >= lo and v <= hi then return v end
+  end
+  return nil
+end
+
+-- `[quantity] [options]` from args[from], where the one pass takes them:
+-- the quantity, the unit (µs), how the units are taken ('take', 'refund',
+-- 'force', 'wait' or 'at_most'), PEEK, and WAIT's and BLOCK's durations
+-- (µs); nil for what the general path answers (an error, an option given
+-- twice or in mixed case).
+local function request(args, from)
+  local n = #args
+  if from > n then return 1, 1000000, 'take', false end
+  local q, unit, mode, peek, wait, block = 1, 1000000, 'take', false, nil, nil
+  local i = from
+  while i <= n do
+    local a = args[i]
+    if a == 'MS' or a == 'ms' then
+      if unit == 1000 then return nil end
+      unit = 1000
+    elseif a == 'PEEK' or a == 'peek' then
+      if peek then return nil end
+      peek = true
+    elseif a == 'WAIT' or a == 'wait' then
+      if mode ~= 'take' or i == n then return nil end
+      mode, wait, i = 'wait', args[i + 1], i + 1
+    elseif a == 'BLOCK' or a == 'block' then
+      if block or i == n then return nil end
+      block, i = args[i + 1], i + 1
+    elseif a == 'REFUND' or a == 'refund' or a == 'FORCE' or a == 'force' or a == 'AT_MOST' or a == 'at_most' then
+      if mode ~= 'take' then return nil end
+      if a == 'REFUND' or a == 'refund' then
+        mode = 'refund'
+      elseif a == 'FORCE' or a == 'force' then
+        mode = 'force'
+      else
+        mode = 'at_most'
+      end
+    elseif i == from then
+      q = decimal(a, 0, 1e9)
+      if not q then return nil end
+    else
+      return nil
+    end
+    i = i + 1
+  end
+  if block then
+    -- (A refund or a forced request is never refused: no BLOCK with them.)
+    if mode == 'refund' or mode == 'force' then return nil end
+    block = decimal(block, 1, 1e15 / unit)
+    if not block then return nil end
+    block = block * unit
+  end
+  if wait then
+    wait = decimal(wait, 0, 1e15 / unit)
+    if not wait then return nil end
+    wait = wait * unit
+  end
+  return q, unit, mode, peek, wait, block
+end
+
+-- SET with an absolute expiry (ms), as the module replicates it. The expiry
+-- goes as the decimal string a command takes: Lua would format a number
+-- argument with "%.14g", several thousand instructions, where '%d' costs a
+-- fraction of that; the library keeps the last one, as it repeats (a fixed
+-- window's end is that of every call in the window).
+local function write(key, value, ms, kept)
+  local text
+  if kept and kept.ms == ms then
+    text = kept.ms_text
+  else
+    text = fmt('%d', ms)
+    if kept then kept.ms, kept.ms_text = ms, text end
+  end
+  if pxat then
+    call('SET', key, value, 'PXAT', text)
+  else
+    call('SET', key, value)
+    call('PEXPIREAT', key, text)
+  end
+end
+-- part: plain_gcra
+-- GCRA in one pass (the general path: `gcra`, `codec_gcra`). A state in
+-- its usual form: 'G' and the TAT in ticks of 1/840 µs (9 bytes).
+
+-- The limiter of `max_burst count period` (args[from] on, periods in
+-- `unit` µs): the limit, the emission interval T / d µs in lowest terms,
+-- the tolerance (tol_u µs and tol_f ticks of 1/d µs); nil for what the
+-- general path must word (a parameter out of its range, or of the
+-- edition's: (max_burst + 1) * period / count at most 3 * 10^15 µs).
+local function gcra_limiter(args, from, unit)
+  local max_burst = decimal(args[from], 0, 1e9 - 1)
+  local count = decimal(args[from + 1], 1, 1e9)
+  local period = decimal(args[from + 2], 1, 1e15 / unit)
+  if not (max_burst and count and period) then return nil end
+  period = period * unit
+  local g, b = period, count
+  while b ~= 0 do g, b = b, g % b end
+  local limit, d, T = max_burst + 1, count / g, period / g
+  local tol_u, tol_f = muldivmod(limit, T, d)
+  if not tol_u or tol_u > 3e15 or (tol_u == 3e15 and tol_f > 0) then return nil end
+  return { limit = limit, d = d, T = T, tol_u = tol_u, tol_f = tol_f, reserves = true }
+end
+
+-- The decision at `now` on the stored bytes: blocked (0 or 1), remaining,
+-- retry (µs; -1 allowed, -2 never), reset (µs), and for a write the value
+-- (true: delete the key) and its absolute expiry (ms); nil where the
+-- general path must answer (another form of state, a block, a range to
+-- report). `mode` as `request` gives it: 'wait' and 'at_most' decide as
+-- 'take' (the caller hands a refusal to the general path).
+local function gcra_decide(lim, bytes, now, q, mode)
+  local d, T, limit = lim.d, lim.T, lim.limit
+  -- The TAT in this limiter's ticks (tu µs and tf ticks), now at rest.
+  local tu, tf, stored = now, 0, false
+  if bytes then
+    if #bytes ~= 9 then return nil end
+    local tag, lo, hi = unpack('<BI4I4', bytes)
+    if tag ~= 71 then return nil end
+    -- (Whole divisions by `%`, exact on these integers below 2^42.)
+    local hr = hi % 840
+    local qh = (hi - hr) / 840
+    local rest = hr * 2^32 + lo
+    local f = rest % 840
+    local u = qh * 2^32 + (rest - f) / 840
+    if qh >= 2^21 or u >= 6e15 then return nil end
+    if d ~= 840 and f > 0 then
+      -- In this limiter's ticks, rounded up (Gcra:adopt): f * d < 840 * 10^9.
+      local x = f * d
+      local c = (x - x % 840) / 840
+      if c * 840 < x then c = c + 1 end
+      if c == d then u, f = u + 1, 0 else f = c end
+    end
+    if u > now or (u == now and f > 0) then tu, tf, stored = u, f, true end
+  end
+  local hu, hf = now + lim.tol_u, lim.tol_f
+  -- The answer, measured from the TAT it leaves (ru, rf).
+  local blocked, retry, ru, rf = 0, -1, tu, tf
+  local nu, nf
+  if mode == 'refund' then
+    if not stored or q == 0 then
+      -- Nothing to give back: a query.
+    else
+      -- Gcra:refund: the TAT less q * T, rested (the key deleted) where that
+      -- is no later than now.
+      local bu, bf
+      if d == 1 then bu, bf = q * T, 0 else bu, bf = muldivmod(q, T, d) end
+      nu, nf = now, 0
+      if bu then
+        nu, nf = tu - bu, tf - bf
+        if nf < 0 then nu, nf = nu - 1, nf + d end
+      end
+      if not (nu > now or (nu == now and nf > 0)) then
+        ru, rf, nu = now, 0, true
+      end
+    end
+  elseif q > 0 then
+    local force = mode == 'force'
+    if q > limit and not force then
+      blocked, retry = 1, -2
+    else
+      local qu, qf
+      if d == 1 then qu, qf = q * T, 0 else qu, qf = muldivmod(q, T, d) end
+      if not qu or qu >= 6e15 - tu then return nil end
+      nu, nf = tu + qu, tf + qf
+      if nf >= d then nu, nf = nu + 1, nf - d end
+      if force then
+        -- Overdrawn past MAX_HELD (4 * 10^9) intervals ahead of now, or
+        -- near it: the general path words it (Gcra:force).
+        local x = (tu - now) * d + tf
+        if x >= 2^52 or x / T + q >= 4e9 - 1 then return nil end
+      elseif nu > hu or (nu == hu and nf > hf) then
+        local wu, wf = nu - hu, nf - hf
+        if wf < 0 then wu, wf = wu - 1, wf + d end
+        if wf > 0 then wu = wu + 1 end
+        blocked, retry, nu = 1, wu, nil
+      end
+    end
+  end
+  local value, ms
+  if nu == true then
+    value = true
+  elseif nu then
+    if nu >= 6e15 or 840 % d ~= 0 then return nil end
+    local ul = nu % 2^32
+    local low = ul * 840 + nf * (840 / d)
+    local lo = low % 2^32
+    value = pack('<BI4I4', 71, lo, (nu - ul) / 2^32 * 840 + (low - lo) / 2^32)
+    ru, rf = nu, nf
+  end
+  -- reset: to the TAT, rounded up; remaining: the requests that fit between
+  -- it and the horizon (Gcra:free).
+  local reset = ru - now
+  if rf > 0 then reset = reset + 1 end
+  if value and value ~= true then
+    ms = now + reset
+    local r = ms % 1000
+    ms = (ms - r) / 1000
+    if r > 0 then ms = ms + 1 end
+  end
+  local room = 0
+  if hu > ru or (hu == ru and hf > rf) then
+    local du, df = hu - ru, hf - rf
+    if df < 0 then du, df = du - 1, df + d end
+    -- floor((du * d + df) / T): inline while du * d stays below 2^52.
+    local x = du * d
+    local k, r
+    if x < 2^52 then
+      r = x % T
+      k = (x - r) / T
+    else
+      k, r = muldivmod(du, d, T)
+    end
+    r = r + df
+    if r >= T then
+      local s = r % T
+      k = k + (r - s) / T
+    end
+    if k < limit then room = k else room = limit end
+  end
+  return blocked, room, retry, reset, value, ms
+end
+-- part: plain_token_bucket
+-- The token bucket in one pass (the general path: `token_bucket`,
+-- `codec_token_bucket`). A state in its usual form: 'T', the instant (8
+-- bytes), the grains per token (7 bytes) and a level of whole grains, not
+-- in debt (12 bytes).
+
+-- The limiter of `capacity refill_count refill_period` (as gcra_limiter):
+-- a level is `tok` whole tokens and `gr` grains of 1/gpt token; a token
+-- refills in gpt / gpm µs. nil past the edition's range (capacity *
+-- refill_period / refill_count at most 3 * 10^15 µs).
+local function bucket_limiter(args, from, unit)
+  local capacity = decimal(args[from], 1, 1e9)
+  local count = decimal(args[from + 1], 1, 1e9)
+  local period = decimal(args[from + 2], 1, 1e15 / unit)
+  if not (capacity and count and period) then return nil end
+  period = period * unit
+  local g, b = count, period
+  while b ~= 0 do g, b = b, g % b end
+  local gpt, gpm = period / g, count / g
+  local full_u, full_r = muldivmod(capacity, gpt, gpm)
+  if not full_u or full_u > 3e15 or (full_u == 3e15 and full_r > 0) then return nil end
+  return { limit = capacity, gpt = gpt, gpm = gpm, reserves = true }
+end
+
+-- ceil((a * gpt + b) / gpm) µs, for a >= 0 and -gpt < b (Bucket:time_for);
+-- nil past 2^53.
+local function refill_time(lim, a, b)
+  local gpm = lim.gpm
+  local q, r = muldivmod(a, lim.gpt, gpm)
+  if not q then return nil end
+  r = r + b
+  local rest = r % gpm
+  local extra = (r - rest) / gpm
+  if rest < 0 then extra, rest = extra - 1, rest + gpm elseif rest >= gpm then extra, rest = extra + 1, rest - gpm end
+  if rest > 0 then extra = extra + 1 end
+  return q + extra
+end
+
+-- The decision, as gcra_decide answers it ('refund' goes to the general
+-- path; FORCE only where the bucket has the units, no debt).
+local function bucket_decide(lim, bytes, now, q, mode)
+  if mode == 'refund' then return nil end
+  local limit, gpt, gpm = lim.limit, lim.gpt, lim.gpm
+  local tok, gr = limit, 0
+  if bytes then
+    if #bytes ~= 28 then return nil end
+    local tag, alo, ahi, sgpt, l0, l1, h0, h1 = unpack('<BI4I4I7I4I2I4I2', bytes)
+    if tag ~= 84 or sgpt ~= gpt or h1 >= 32768 or ahi >= 2^21 then return nil end
+    -- The stored level in whole tokens and grains.
+    local lo48, hi48 = l1 * 2^32 + l0, h1 * 2^32 + h0
+    local r
+    if hi48 == 0 then
+      r = lo48 % gpt
+      tok = (lo48 - r) / gpt
+    else
+      local q1, r1 = muldivmod(hi48, 2^48, gpt)
+      if not q1 then return nil end
+      r = r1 + lo48
+      local r2 = r % gpt
+      tok, r = q1 + (r - r2) / gpt, r2
+    end
+    local at = ahi * 2^32 + alo
+    if tok > 1e9 or (tok == 1e9 and r > 0) or at >= 6e15 then return nil end
+    gr = r
+    -- The level at `now` (Bucket:level_at): the stored one refilled since,
+    -- or less the refill still owed when it was written for later.
+    if tok >= limit then tok, gr = limit, 0 end
+    if now >= at then
+      local elapsed = now - at
+      if elapsed > 0 and tok < limit then
+        local to_full = refill_time(lim, limit - tok, -gr)
+        if not to_full then return nil end
+        if elapsed >= to_full then
+          tok, gr = limit, 0
+        else
+          local dt, dg = muldivmod(elapsed, gpm, gpt)
+          tok, gr = tok + dt, gr + dg
+          if gr >= gpt then tok, gr = tok + 1, gr - gpt end
+          if tok >= limit then tok, gr = limit, 0 end
+        end
+      end
+    else
+      local ot, og = muldivmod(at - now, gpm, gpt)
+      if not ot then return nil end
+      tok, gr = tok - ot, gr - og
+      if gr < 0 then tok, gr = tok - 1, gr + gpt end
+    end
+  end
+  local remaining = 0
+  if tok > 0 then
+    if tok < limit then remaining = tok else remaining = limit end
+  end
+  local reset = 0
+  if tok < limit then
+    reset = refill_time(lim, limit - tok, -gr)
+    if not reset then return nil end
+  end
+  if q == 0 then return 0, remaining, -1, reset end
+  if tok < q then
+    if mode == 'force' then return nil end
+    if q > limit then return 1, remaining, -2, reset end
+    local retry = refill_time(lim, q - tok, -gr)
+    if not retry then return nil end
+    return 1, remaining, retry, reset
+  end
+  -- Taken: the level left, written at now.
+  local lt = tok - q
+  if now >= 6e15 or lt * gpt >= 2^52 then return nil end
+  local full = 0
+  if lt < limit then
+    full = refill_time(lim, limit - lt, -gr)
+    if not full then return nil end
+  end
+  if now + full >= 6e15 then return nil end
+  local level = lt * gpt + gr
+  local l48 = level % 2^48
+  local h48 = (level - l48) / 2^48
+  local nlo = now % 2^32
+  local l32, h32 = l48 % 2^32, h48 % 2^32
+  local value = pack('<BI4I4I7I4I2I4I2', 84, nlo, (now - nlo) / 2^32, gpt, l32, (l48 - l32) / 2^32, h32, (h48 - h32) / 2^32)
+  local left = 0
+  if lt > 0 then
+    if lt < limit then left = lt else left = limit end
+  end
+  local ms = now + full
+  local r = ms % 1000
+  ms = (ms - r) / 1000
+  if r > 0 then ms = ms + 1 end
+  return 0, left, -1, full, value, ms
+end
+-- part: plain_fixed
+-- The fixed window in one pass (the general path: `fixed_window`,
+-- `codec_fixed_window`). A state: 'F', the window's start (7 bytes) and the
+-- count (4 bytes).
+
+-- The limiter of `limit window` (as gcra_limiter).
+local function fixed_limiter(args, from, unit)
+  local limit = decimal(args[from], 1, 1e9)
+  local window = decimal(args[from + 1], 1, 1e15 / unit)
+  if not (limit and window) then return nil end
+  return { limit = limit, w = window * unit, reserves = false }
+end
+
+-- The decision, as gcra_decide answers it ('refund' goes to the general
+-- path).
+local function fixed_decide(lim, bytes, now, q, mode)
+  if mode == 'refund' then return nil end
+  local w, limit = lim.w, lim.limit
+  -- The window in force (aligned to the epoch) and its count.
+  local start, used = now - now % w, 0
+  if bytes then
+    if #bytes ~= 12 then return nil end
+    local tag, s, count = unpack('<BI7I4', bytes)
+    if tag ~= 70 or count > 4e9 or s >= 6e15 then return nil end
+    if s >= start then start, used = s - s % w, count end
+  end
+  local finish = start + w
+  local to_end = 0
+  if finish > now then to_end = finish - now end
+  local reset = to_end
+  if used == 0 then reset = 0 end
+  local remaining = 0
+  if limit > used then remaining = limit - used end
+  if q == 0 then return 0, remaining, -1, reset end
+  local count = used + q
+  if mode == 'force' then
+    -- More than MAX_HELD units: the general path words it.
+    if count > 4e9 then return nil end
+  else
+    if q > limit then return 1, remaining, -2, reset end
+    if count > limit then return 1, remaining, to_end, reset end
+  end
+  local left = 0
+  if limit > count then left = limit - count end
+  local ms = finish % 1000
+  ms = (finish - ms) / 1000 + (ms > 0 and 1 or 0)
+  return 0, left, -1, to_end, pack('<BI7I4', 70, start, count), ms
+end
+-- part: plain_sliding_log
+-- The sliding log in one pass (the general path: `sliding_log`,
+-- `codec_sliding_log`). A state written whole, of at most 64 bytes: 'L', the
+-- ring's oldest slot 0 (4 bytes), then the instants, oldest first (8 bytes
+-- each).
+
+-- The limiter of `limit window` (as gcra_limiter; the limit is capped by
+-- the sliding_log_max_limit setting).
+local function log_limiter(args, from, unit)
+  local most = SETTINGS.sliding_log_max_limit
+  if most > 1e9 then most = 1e9 end
+  local limit = decimal(args[from], 1, most)
+  local window = decimal(args[from + 1], 1, 1e15 / unit)
+  if not (limit and window) then return nil end
+  return { limit = limit, w = window * unit, reserves = true }
+end
+
+-- The decision, as gcra_decide answers it ('refund' goes to the general
+-- path; a log with reservations, or that would grow past 64 bytes, too).
+local function log_decide(lim, bytes, now, q, mode)
+  if mode == 'refund' then return nil end
+  local w, limit = lim.w, lim.limit
+  -- The instants, in a list the limiter keeps (a script's lasts one call).
+  local entries, n = lim.entries, 0
+  if bytes then
+    local len = #bytes
+    if len > 64 or len < 5 or (len - 5) % 8 ~= 0 then return nil end
+    local tag, oldest = unpack('<BI4', bytes)
+    if tag ~= 76 or oldest ~= 0 then return nil end
+    n = (len - 5) / 8
+    if not entries then
+      entries = {}
+      lim.entries = entries
+    end
+    local previous = 0
+    for i = 1, n do
+      local v = unpack('<I8', bytes, 6 + (i - 1) * 8)
+      if v < previous or v >= 6e15 then return nil end
+      entries[i], previous = v, v
+    end
+  end
+  -- The entries in the window: the newest later than now - w.
+  local in_window = n
+  if now >= w then
+    in_window = 0
+    for i = n, 1, -1 do
+      if entries[i] > now - w then in_window = in_window + 1 else break end
+    end
+  end
+  local reset = 0
+  if n > 0 and in_window > 0 and entries[n] + w > now then reset = entries[n] + w - now end
+  local remaining = 0
+  if limit > in_window then remaining = limit - in_window end
+  if q == 0 then return 0, remaining, -1, reset end
+  if mode == 'force' then
+    -- More than MAX_HELD units: the general path words it.
+    if in_window + q > 4e9 then return nil end
+  else
+    if q > limit then return 1, remaining, -2, reset end
+    local may_stay = limit - q
+    if n > may_stay then
+      local ends = entries[n - may_stay] + w
+      if ends > now then return 1, remaining, ends - now, reset end
+    end
+  end
+  -- Appended at now: the log keeps at least `limit` entries (Log:appended).
+  local keep = in_window + q
+  if keep < limit then keep = limit end
+  if n > 0 and entries[n] > now then return nil end -- reservations to keep the newest
+  local most = n + q
+  if most > keep then most = keep end
+  if n >= keep or q > keep - n or most > SETTINGS.sliding_log_max_limit or 5 + (n + q) * 8 > 64 then
+    return nil
+  end
+  local left = 0
+  if limit > in_window + q then left = limit - in_window - q end
+  local lo = now % 2^32
+  local value = string.rep(pack('<I4I4', lo, (now - lo) / 2^32), q)
+  if bytes then value = bytes .. value else value = 'L\0\0\0\0' .. value end
+  local ms = now + w
+  local r = ms % 1000
+  ms = (ms - r) / 1000
+  if r > 0 then ms = ms + 1 end
+  return 0, left, -1, w, value, ms
+end
+-- part: plain_sliding_counter
+-- The sliding counter in one pass (the general path: `sliding_counter`,
+-- `codec_sliding_counter`). A state: 'C', the current window's start (7
+-- bytes), the previous window's count and the current one's (4 bytes each).
+
+-- The limiter of `limit window` (as gcra_limiter).
+local function counter_limiter(args, from, unit)
+  local limit = decimal(args[from], 1, 1e9)
+  local window = decimal(args[from + 1], 1, 1e15 / unit)
+  if not (limit and window) then return nil end
+  return { limit = limit, w = window * unit, reserves = false }
+end
+
+-- µs from now until the window that starts at `start` (counts prev and
+-- cur) stops counting: 0 when both are empty (Counter:reset).
+local function counter_reset(w, now, start, prev, cur)
+  local ends
+  if cur > 0 then ends = start + 2 * w elseif prev > 0 then ends = start + w else return 0 end
+  if ends > now then return ends - now end
+  return 0
+end
+
+-- The earliest instant `q` more fit, once refused (Counter:next_fit): nil
+-- past 2^53.
+local function counter_next_fit(lim, start, elapsed, prev, cur, q)
+  local w, limit = lim.w, lim.limit
+  if cur + q <= limit and prev > 0 then
+    -- floor(n * w / prev) capped at w (Counter:span).
+    local n, span = limit - cur - q, w
+    if n < prev then span = muldivmod(n, w, prev) end
+    local e = w - span
+    if e < w and e > elapsed then return start + e end
+  end
+  local nxt = start + w
+  if cur == 0 then return nxt end
+  local n, span = limit - q, w
+  if n < cur then span = muldivmod(n, w, cur) end
+  return nxt + (w - span)
+end
+
+-- The decision, as gcra_decide answers it ('refund' goes to the general
+-- path).
+local function counter_decide(lim, bytes, now, q, mode)
+  if mode == 'refund' then return nil end
+  local w, limit = lim.w, lim.limit
+  local current = now - now % w
+  -- The window in force, the previous one's count and its own.
+  local start, prev, cur = current, 0, 0
+  if bytes then
+    if #bytes ~= 16 then return nil end
+    local tag, s, p, c = unpack('<BI7I4I4', bytes)
+    if tag ~= 67 or p > 4e9 or c > 4e9 or s >= 6e15 then return nil end
+    local st = s - s % w
+    if st ~= s then p, c = 0, c + p end
+    if st >= current then
+      start, prev, cur = st, p, c
+    elseif st + w == current then
+      prev = c
+    end
+  end
+  local elapsed = 0
+  if now > start then
+    elapsed = now - start
+    if elapsed > w then elapsed = w end
+  end
+  -- The previous window's weighted share, ceil(prev * (w - elapsed) / w).
+  local share, r = muldivmod(prev, w - elapsed, w)
+  if r > 0 then share = share + 1 end
+  local free = 0
+  if limit > share then free = limit - share end
+  local remaining = 0
+  if free > cur then
+    remaining = free - cur
+    if remaining > limit then remaining = limit end
+  end
+  local reset = counter_reset(w, now, start, prev, cur)
+  if q == 0 then return 0, remaining, -1, reset end
+  if mode == 'force' then
+    -- More than MAX_HELD units: the general path words it.
+    if cur + q > 4e9 then return nil end
+  else
+    if q > limit then return 1, remaining, -2, reset end
+    if share + cur + q > limit then
+      local at = counter_next_fit(lim, start, elapsed, prev, cur, q)
+      if not at then return nil end
+      local retry = 0
+      if at > now then retry = at - now end
+      return 1, remaining, retry, reset
+    end
+  end
+  cur = cur + q
+  local full = counter_reset(w, now, start, prev, cur)
+  local left = 0
+  if free > cur then
+    left = free - cur
+    if left > limit then left = limit end
+  end
+  local ms = now + full
+  local rest = ms % 1000
+  ms = (ms - rest) / 1000
+  if rest > 0 then ms = ms + 1 end
+  return 0, left, -1, full, pack('<BI7I4I4', 67, start, prev, cur), ms
+end
+-- part: plain_rate
+-- The rate functions (rl_gcra, rl_token_bucket, rl_fixed, rl_sliding_log,
+-- rl_sliding_counter): the call in one pass where it can be, else the
+-- general path, handed what was read (the key and the clock are read once).
+-- `alg` numbers the algorithm (the general path's ALGORITHMS), `n` its
+-- parameters; `limiter` and `decide` are its one-pass functions.
+local function rate(keys, args, kept, alg, n, limiter, decide)
+  if #keys == 1 and #args >= n then
+    local q, unit, mode, peek, _, block = request(args, n + 1)
+    local lim
+    if q and kept then
+      -- The limiter kept for these parameter strings (see `kept`).
+      lim = kept[unit][args[1]]
+      if lim then
+        lim = lim[args[2]]
+        if lim and n == 3 then lim = lim[args[3]] end
+      end
+    end
+    if q and not lim then
+      lim = limiter(args, 1, unit)
+      if lim and kept then kept:keep(unit, args, 1, n, lim) end
+    end
+    if lim and (mode ~= 'wait' or lim.reserves) then
+      local key = keys[1]
+      local bytes = pcall_r('GET', key)
+      -- A string, false (no key), or the error of another type.
+      if not bytes or not bytes.err then
+        bytes = bytes or nil
+        local t = call('TIME')
+        local now = t[1] * 1000000 + t[2]
+        local blocked, remaining, retry, reset, value, ms = decide(lim, bytes, now, q, mode)
+        -- A refusal is the one pass's where it is the answer: not with a
+        -- WAIT that may reserve, an AT_MOST that may grant less, a BLOCK
+        -- that starts, or the shadow switch.
+        if blocked == 0 or (blocked == 1 and mode ~= 'wait' and mode ~= 'at_most' and not block and not SETTINGS.shadow) then
+          if value and not peek then
+            if value == true then call('DEL', key) else write(key, value, ms, kept) end
+          end
+          -- The reply in `unit`, times rounded up.
+          if retry < 0 then
+            retry = -1
+          else
+            local r = retry % unit
+            retry = (retry - r) / unit
+            if r > 0 then retry = retry + 1 end
+          end
+          local r = reset % unit
+          reset = (reset - r) / unit
+          if r > 0 then reset = reset + 1 end
+          if mode == 'at_most' then return { blocked, lim.limit, remaining, retry, reset, q } end
+          return { blocked, lim.limit, remaining, retry, reset }
+        end
+        return general().rate(alg, keys, args, bytes, now)
+      end
+    end
+  end
+  return general().rate(alg, keys, args)
+end
+-- part: plain_all
+-- RL.ALL in one pass: every limit's algorithm and parameters, then
+-- `[quantity] [MS]`, at most 8 keys and all apart. The keys are read with
+-- one MGET; a key it answers nil for is absent, unless EXISTS says it holds
+-- another type (then the general path answers).
+
+-- The algorithm a limit names: its number (the general path's ALGORITHMS),
+-- its parameters' count and its one-pass functions; nil for another word.
+local function plain_algorithm(word)
+  for _ = 1, 2 do
+    if word == 'GCRA' then return 1, 3, gcra_limiter, gcra_decide end
+    if word == 'TOKEN_BUCKET' then return 2, 3, bucket_limiter, bucket_decide end
+    if word == 'FIXED' then return 3, 2, fixed_limiter, fixed_decide end
+    if word == 'SLIDING_LOG' then return 4, 2, log_limiter, log_decide end
+    if word == 'SLIDING_COUNTER' then return 5, 2, counter_limiter, counter_decide end
+    word = string.upper(word)
+  end
+  return nil
+end
+
+-- The reply, or nil and what was read (the values, and now) for the
+-- general path. `S` holds each limit's decide function, limiter and
+-- decision, 8 slots a limit, and the absent keys from slot 65.
+local function all_plain(keys, args, kept, S)
+  local n = #keys
+  if n == 0 or n > 8 or SETTINGS.shadow then return nil end
+  for i = 2, n do
+    local k = keys[i]
+    for j = 1, i - 1 do
+      if keys[j] == k then return nil end
+    end
+  end
+  local at = 1
+  for i = 1, n do
+    local word = args[at]
+    if not word then return nil end
+    local alg, p, limiter, decide = plain_algorithm(word)
+    if not alg or at + p > #args then return nil end
+    local base = (i - 1) * 8
+    S[base + 1], S[base + 2], S[base + 3], S[base + 4] = alg, p, limiter, decide
+    S[base + 5] = at + 1
+    at = at + 1 + p
+  end
+  local q, unit, mode, peek, wait, block = request(args, at)
+  if not q or mode ~= 'take' or peek or wait or block then return nil end
+  for i = 1, n do
+    local base = (i - 1) * 8
+    local alg, p, limiter, from = S[base + 1], S[base + 2], S[base + 3], S[base + 5]
+    local lim
+    local by_alg = kept and kept[alg]
+    if by_alg then
+      lim = by_alg[unit][args[from]]
+      if lim then
+        lim = lim[args[from + 1]]
+        if lim and p == 3 then lim = lim[args[from + 2]] end
+      end
+    end
+    if not lim then
+      lim = limiter(args, from, unit)
+      if not lim then return nil end
+      if by_alg then by_alg:keep(unit, args, from, p, lim) end
+    end
+    S[base + 3] = lim
+  end
+  -- (_G.unpack: Lua's, which `unpack` above names struct's.)
+  local values
+  if n == 1 then
+    values = call('MGET', keys[1])
+  elseif n == 2 then
+    values = call('MGET', keys[1], keys[2])
+  elseif n == 3 then
+    values = call('MGET', keys[1], keys[2], keys[3])
+  else
+    values = call('MGET', _G.unpack(keys, 1, n))
+  end
+  -- The absent keys, in slots 65 on.
+  local absent = 64
+  for i = 1, n do
+    if not values[i] then
+      absent = absent + 1
+      S[absent] = keys[i]
+    end
+  end
+  if absent > 64 and call('EXISTS', _G.unpack(S, 65, absent)) > 0 then return nil end
+  local t = call('TIME')
+  local now = t[1] * 1000000 + t[2]
+  local refused = false
+  for i = 1, n do
+    local base = (i - 1) * 8
+    local blocked, remaining, retry, reset, value, ms = S[base + 4](S[base + 3], values[i] or nil, now, q, 'take')
+    -- (Slots 1, 2 and 5 are done with: the decision takes them.)
+    if not blocked then return nil, values, now end
+    S[base + 1], S[base + 2], S[base + 5], S[base + 6], S[base + 7], S[base + 8] = blocked, remaining, retry, reset, value, ms
+    if blocked == 1 then refused = true end
+  end
+  -- The binding limit (binding(), on these lists): refused, the refusing
+  -- one that waits longest (never counts as longest); else the one with the
+  -- fewest remaining. Ties: the first.
+  local best = 1
+  if refused then
+    best = nil
+    for i = 1, n do
+      local base = (i - 1) * 8
+      if S[base + 1] == 1 then
+        if not best then
+          best = i
+        else
+          local a, b = S[base + 5], S[(best - 1) * 8 + 5]
+          if b ~= -2 and (a == -2 or a > b) then best = i end
+        end
+      end
+    end
+  else
+    for i = 2, n do
+      if S[(i - 1) * 8 + 2] < S[(best - 1) * 8 + 2] then best = i end
+    end
+    for i = 1, n do
+      local base = (i - 1) * 8
+      if S[base + 7] then write(keys[i], S[base + 7], S[base + 8], kept) end
+    end
+  end
+  local base = (best - 1) * 8
+  local retry, reset = S[base + 5], S[base + 6]
+  if retry < 0 then
+    retry = -1
+  else
+    local r = retry % unit
+    retry = (retry - r) / unit
+    if r > 0 then retry = retry + 1 end
+  end
+  local r = reset % unit
+  reset = (reset - r) / unit
+  if r > 0 then reset = reset + 1 end
+  return { S[base + 1], S[base + 3].limit, S[base + 2], retry, reset, best }
+end
+
+-- rl_all: the one pass, else the general path (handed what was read).
+local function all(keys, args, kept)
+  local S = kept and kept.scratch
+  if not S then
+    S = {}
+    if kept then kept.scratch = S end
+  end
+  local reply, values, now = all_plain(keys, args, kept, S)
+  if reply then return reply end
+  return general().all(keys, args, values, now)
+end
+-- part: plain_leases
+-- Leases in one pass (the general path: `concurrency`, `leases`): a value
+-- of at most two leases, written whole (as plan_leases writes a value of at
+-- most 64 bytes): 'Q', the last lease id (8 bytes), then 20-byte records:
+-- id, deadline (0 once released in place), units.
+
+-- The leases of such a value: how many, the last id (the header's or the
+-- newest lease's, whichever is larger) and each record's id, deadline and
+-- units; nil for anything else (another form, a corrupt value, ids past
+-- 2^53), which the general path reads.
+local function lease_records(bytes)
+  local len = #bytes
+  if len > 64 or len < 9 or (len - 9) % 20 ~= 0 then return nil end
+  local n = (len - 9) / 20
+  local tag, last, id1, d1, u1, id2, d2, u2 = unpack('<BI8I8I8I4I8I8I4', bytes .. string.rep('\0', 40 - n * 20))
+  if tag ~= 81 or last >= 2^53 or id1 >= 2^53 or d1 >= 2^53 or id2 >= 2^53 or d2 >= 2^53 then return nil end
+  local newest = last
+  if n == 2 then newest = id2 elseif n == 1 then newest = id1 end
+  if n >= 1 and (id1 == 0 or u1 == 0 or (id1 > last and id1 > newest)) then return nil end
+  if n == 2 and (id2 <= id1 or u2 == 0) then return nil end
+  if newest > last then last = newest end
+  -- An id of 0 the clock never gives: the general path calls it corrupt.
+  if last == 0 then return nil end
+  return n, last, id1, d1, u1, id2, d2, u2
+end
+
+-- The leases still held at `now` (deadline ahead of it) but `id`: their
+-- records, the latest deadline, their units; how many expired; and the
+-- units of `id`, if it is held.
+local function leases_at(bytes, now, n, id, id1, d1, u1, id2, d2, u2)
+  local keep, latest, held, expired, units = '', 0, 0, 0, nil
+  if n >= 1 and d1 ~= 0 then
+    if now >= d1 then
+      expired = expired + 1
+    elseif id1 == id then
+      units = u1
+    else
+      keep, latest, held = string.sub(bytes, 10, 29), d1, u1
+    end
+  end
+  if n == 2 and d2 ~= 0 then
+    if now >= d2 then
+      expired = expired + 1
+    elseif id2 == id then
+      units = u2
+    else
+      keep, held = keep .. string.sub(bytes, 30, 49), held + u2
+      if d2 > latest then latest = d2 end
+    end
+  end
+  return keep, latest, held, expired, units
+end
+
+-- `n` as 8 bytes, little-endian.
+local function u64(n)
+  local lo = n % 2^32
+  return pack('<I4I4', lo, (n - lo) / 2^32)
+end
+
+-- ceil(µs / 1000): an expiry in ms.
+local function ms_of(us)
+  local r = us % 1000
+  us = (us - r) / 1000
+  if r > 0 then us = us + 1 end
+  return us
+end
+
+-- rl_concurrency: a lease taken at once, `limit timeout [quantity] [MS]
+-- [PEEK]`; a refusal that may wait, and every other case, the general path.
+local function concurrency(keys, args)
+  if #keys ~= 1 or #args < 2 then return general().concurrency(keys, args) end
+  local q, unit, mode, peek, wait, block = request(args, 3)
+  local most = SETTINGS.concurrency_max_limit
+  if most > 1e9 then most = 1e9 end
+  local limit = decimal(args[1], 1, most)
+  local timeout = q and decimal(args[2], 1, 1e15 / unit)
+  if not (limit and timeout and mode == 'take') or wait or block then return general().concurrency(keys, args) end
+  timeout = timeout * unit
+  local key = keys[1]
+  local bytes = pcall_r('GET', key)
+  local n, last, id1, d1, u1, id2, d2, u2 = 0, 0
+  if bytes then
+    if bytes.err then return general().concurrency(keys, args) end
+    n, last, id1, d1, u1, id2, d2, u2 = lease_records(bytes)
+    if not n then return general().concurrency(keys, args, bytes) end
+  end
+  local t = call('TIME')
+  local now = t[1] * 1000000 + t[2]
+  local keep, latest, held, expired = leases_at(bytes, now, n, nil, id1, d1, u1, id2, d2, u2)
+  if latest < now then latest = now end
+  local remaining, blocked, id = 0, 0, 0
+  if limit > held then remaining = limit - held end
+  if q > limit then
+    blocked = 1
+  elseif q > 0 then
+    -- Refused for the units held: the general path says when.
+    if held + q > limit then return general().concurrency(keys, args, bytes, now) end
+    id = last + 1
+    if now > id then id = now end
+    local deadline = now + timeout
+    if deadline > latest then latest = deadline end
+    remaining = limit - held - q
+    if peek then
+      id = 0
+    else
+      -- Appended to the value as it is, or the live leases rewritten after
+      -- an expired one (plan_leases); the expiry no earlier than the
+      -- instant after the last id, so that an id never repeats.
+      local record = u64(id) .. u64(deadline) .. pack('<I4', q)
+      local value
+      if bytes and expired == 0 then value = bytes .. record else value = 'Q' .. u64(id) .. keep .. record end
+      if #value > 64 then return general().concurrency(keys, args, bytes, now) end
+      local ends = latest
+      if id + 1 > ends then ends = id + 1 end
+      write(key, value, ms_of(ends), nil)
+    end
+  end
+  local reset = latest - now
+  local r = reset % unit
+  reset = (reset - r) / unit
+  if r > 0 then reset = reset + 1 end
+  return { blocked, limit, remaining, -1, reset, id }
+end
+
+-- rl_release: a lease given back from a value of at most two leases; a
+-- key that does not exist answers 0 without the clock.
+local function release(keys, args)
+  if #keys == 1 and #args == 1 then
+    local s = args[1]
+    if (#s < 16 or (#s == 16 and s < '9007199254740992')) and string.find(s, '^[1-9]%d*$') then
+      local key, id = keys[1], s + 0
+      local bytes = pcall_r('GET', key)
+      if not bytes then return 0 end
+      local n, last, id1, d1, u1, id2, d2, u2
+      if not bytes.err then n, last, id1, d1, u1, id2, d2, u2 = lease_records(bytes) end
+      if n then
+        local t = call('TIME')
+        local now = t[1] * 1000000 + t[2]
+        local keep, latest, _, _, units = leases_at(bytes, now, n, id, id1, d1, u1, id2, d2, u2)
+        if not units then return 0 end
+        -- The others kept (lease_update), until the latest deadline and no
+        -- earlier than the instant after the last id; none, and no id to
+        -- keep from repeating: the key deleted.
+        local ends
+        if keep ~= '' then
+          ends = latest
+          if last + 1 > ends then ends = last + 1 end
+        elseif last >= now then
+          ends = last + 1
+          if now > ends then ends = now end
+        end
+        if ends then
+          write(key, 'Q' .. u64(last) .. keep, ms_of(ends), nil)
+        else
+          call('DEL', key)
+        end
+        return units
+      end
+    end
+  end
+  return general().release(keys, args)
+end
+
+-- rl_renew: a held lease's deadline moved to now + timeout, in a value of
+-- at most two leases: in place while none has expired, else the live ones
+-- rewritten (plan_leases).
+local function renew(keys, args)
+  local m = #args
+  if #keys == 1 and (m == 2 or (m == 3 and (args[3] == 'MS' or args[3] == 'ms'))) then
+    local unit = 1000000
+    if m == 3 then unit = 1000 end
+    local s = args[1]
+    local timeout = decimal(args[2], 1, 1e15 / unit)
+    if timeout and (#s < 16 or (#s == 16 and s < '9007199254740992')) and string.find(s, '^[1-9]%d*$') then
+      local key, id = keys[1], s + 0
+      local bytes = pcall_r('GET', key)
+      if not bytes then return 0 end
+      local n, last, id1, d1, u1, id2, d2, u2
+      if not bytes.err then n, last, id1, d1, u1, id2, d2, u2 = lease_records(bytes) end
+      if n then
+        local t = call('TIME')
+        local now = t[1] * 1000000 + t[2]
+        local _, latest, _, expired, units = leases_at(bytes, now, n, id, id1, d1, u1, id2, d2, u2)
+        if not units then return 0 end
+        local deadline = now + timeout * unit
+        if deadline > latest then latest = deadline end
+        local sub = string.sub
+        local value
+        if expired == 0 then
+          -- The record's deadline (bytes 9 to 16 of it) in place.
+          local at = 18
+          if id == id2 then at = 38 end
+          value = sub(bytes, 1, at - 1) .. u64(deadline) .. sub(bytes, at + 8)
+        else
+          value = 'Q' .. u64(last)
+          if d1 ~= 0 and now < d1 then
+            if id == id1 then value = value .. u64(id1) .. u64(deadline) .. pack('<I4', u1) else value = value .. sub(bytes, 10, 29) end
+          end
+          if n == 2 and d2 ~= 0 and now < d2 then
+            if id == id2 then value = value .. u64(id2) .. u64(deadline) .. pack('<I4', u2) else value = value .. sub(bytes, 30, 49) end
+          end
+        end
+        local ends = latest
+        if last + 1 > ends then ends = last + 1 end
+        write(key, value, ms_of(ends), nil)
+        return 1
+      end
+    end
+  end
+  return general().renew(keys, args)
+end
+-- part: general
+-- The general path: every option, every form of state, every error. Its
+-- parts, from here to `general_end`, are built on the first call that needs
+-- them: once in the library, where `general` then answers what it built;
+-- in a script, on each call that takes it, so that a one-pass call never
+-- pays for them. Each part gives the others the names it declares before
+-- its block, and keeps its helpers in the block; the parts are written at
+-- the left margin, as the files they are (functions/src).
+function general()
+-- The standard library of the general path, and its helpers.
+local floor, fmt, sub, byte, char, rep, find = math.floor, string.format, string.sub, string.byte, string.char, string.rep, string.find
+local lower, upper, concat, sort = string.lower, string.upper, table.concat, table.sort
+local pack, unpack = struct.pack, struct.unpack
+local call, pcall_r = redis.call, redis.pcall
+local set_repl, REPL_NONE, REPL_ALL = redis.set_repl, redis.REPL_NONE, redis.REPL_ALL
+-- The values of a list (Lua's own `unpack`; the name above is struct's).
+local spread = _G.unpack
+
+local function max(a, b) if a > b then return a end return b end
+local function min(a, b) if a < b then return a end return b end
+
+-- What it gives the functions: the general rate, RL.ALL and lease calls.
+local G = {}
+-- part: bounds
+-- The module's bounds (rl-core/src/bounds.rs), and the edition's own
+-- (docs/functions.md, "Ranges"). The one-pass parts write the ones they
+-- use as numbers (1e9, 1e15, 4e9, 3e15, 6e15): a name would cost each
+-- script call an upvalue.
+local RANGE = {
+  -- How far ahead of now a limiter may reach when requests fill its burst
+  -- or empty its bucket: (max_burst + 1) * period / count, and
+  -- capacity * refill_period / refill_count, at most this many
+  -- microseconds (about 95 years).
+  ahead = 3000000000000000,
+  -- The latest instant a state may hold, in microseconds since the epoch
+  -- (the year 2160). With `ahead` it keeps every sum below 2^53.
+  instant = 6000000000000000,
+}
+local MAX_LIMIT = 1000000000
+local MAX_QUANTITY = 1000000000
+local MAX_PERIOD = 1000000000000000
+local MAX_HELD = 4000000000
+local MAX_WINDOW_START = 72057594037927935 -- 2^56 - 1 (never reached below RANGE.instant)
+local SETTING_CEILING = 1000000
+local MAX_KEYS = 100
+local WHOLE_VALUE_MAX = 64
+local LEASE_MAX = '9223372036854775807'
+
+local TWO32 = 4294967296
+local TWO53 = 9007199254740992
+-- part: errors
+-- Errors, as the module words them (src/error.rs).
+
+-- An error the function answers: raised as a table with its message,
+-- which `guard` answers (any other error is an internal one).
+local function fail(message)
+  error({ message = message }, 0)
+end
+
+-- Untrusted bytes for a message: printable ASCII kept, the rest escaped,
+-- past 64 bytes shortened.
+local function printable(s)
+  local out = {}
+  local n = min(#s, 64)
+  for i = 1, n do
+    local b = byte(s, i)
+    if b >= 32 and b < 127 and b ~= 39 and b ~= 92 then
+      out[i] = char(b)
+    else
+      out[i] = fmt('\\x%02x', b)
+    end
+  end
+  if #s > 64 then out[#out + 1] = '...' end
+  return concat(out)
+end
+
+local function words(list, last)
+  if #list == 1 then return list[1] end
+  return concat(list, ', ', 1, #list - 1) .. ' ' .. last .. ' ' .. list[#list]
+end
+
+local function arity_error(command)
+  fail('ERR wrong number of arguments for \'' .. command .. '\' command')
+end
+
+local function bad_number(name, lo, hi)
+  fail(fmt('ERR %s must be an integer from %.0f to %.0f', name, lo, hi))
+end
+
+local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
+
+-- An instant past the edition's range.
+local function beyond(what)
+  fail('ERR ' .. what .. ' beyond the functions edition\'s range (instants up to '
+    .. fmt('%.0f', RANGE.instant) .. ' microseconds after the epoch, the year 2160)')
+end
+-- part: limbs
+-- Exact arithmetic past 2^53 (the part `exact` has muldivmod): limbs,
+-- little-endian base-2^16 digits, for the stored fields wider than a
+-- double (the token bucket's 96-bit level, the GCRA's 112-bit fraction),
+-- and the stored integer fields.
 local LIMB = 65536
 
 local function limbs_of(n, count)
@@ -247,43 +1379,24 @@ local function u64_bytes(v)
   return pack('<I4I4', lo, (v - lo) / TWO32)
 end
 
--------------------------------------------------------------------------------
--- Errors, as the module words them (src/error.rs)
+-- A 7-byte little-endian field; nil at 2^53 or more.
+local function u56_at(s, at)
+  local lo, hi = unpack('<I4I3', s, at)
+  if hi >= 2097152 then return nil end
+  return hi * TWO32 + lo
+end
+-- part: args
+-- Arguments (src/args.rs, src/param.rs).
 
--- Untrusted bytes for a message: printable ASCII kept, the rest escaped,
--- past 64 bytes shortened.
-local function printable(s)
-  local out = {}
-  local n = min(#s, 64)
-  for i = 1, n do
-    local b = byte(s, i)
-    if b >= 32 and b < 127 and b ~= 39 and b ~= 92 then
-      out[i] = char(b)
-    else
-      out[i] = fmt('\\x%02x', b)
-    end
+-- The key of a single-key function: none is the module command without
+-- its key (wrong number of arguments), more than one an error of FCALL's.
+local function one_key(keys, fname, command)
+  if #keys == 0 then arity_error(command) end
+  if #keys ~= 1 then
+    fail(fmt('ERR %s takes exactly one key (FCALL %s 1 key ...), got numkeys %d', fname, fname, #keys))
   end
-  if #s > 64 then out[#out + 1] = '...' end
-  return concat(out)
+  return keys[1]
 end
-
-local function words(list, last)
-  if #list == 1 then return list[1] end
-  return concat(list, ', ', 1, #list - 1) .. ' ' .. last .. ' ' .. list[#list]
-end
-
-local function arity_error(command)
-  fail('ERR wrong number of arguments for \'' .. command .. '\' command')
-end
-
-local function bad_number(name, lo, hi)
-  fail(fmt('ERR %s must be an integer from %.0f to %.0f', name, lo, hi))
-end
-
-local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
-
--------------------------------------------------------------------------------
--- Arguments (src/args.rs, src/param.rs)
 
 -- A decimal integer as Redis reads it, when it is one from lo to hi (both
 -- below 2^53): its value, else nil.
@@ -326,14 +1439,49 @@ local function duration(s, name, lo, per_unit)
   return number(s, name, lo, MAX_PERIOD / per_unit) * per_unit
 end
 
--- The options, their words and how they exclude each other (src/options.rs's
--- table; tests/functions.rs checks that the two agree).
+-- The parameters of a limit: an error RL.ALL names the limit of.
+local PARAM = 'param'
+
+local function fail_param(message)
+  error({ message = message, kind = PARAM }, 0)
+end
+
+local function param_number(s, name, lo, hi)
+  local v = integer_in(s, lo, hi)
+  if not v then fail_param(fmt('ERR %s must be an integer from %.0f to %.0f', name, lo, hi)) end
+  return v
+end
+
+-- A parameter: a number, a duration in the request's unit, or a number
+-- capped by a setting.
+local function parse_param(spec, s, unit)
+  if spec.duration then return param_number(s, spec.name, 1, MAX_PERIOD / unit) * unit end
+  if spec.setting then
+    local ok, v = pcall(capped, s, spec.name, spec.setting)
+    if ok then return v end
+    v.kind = PARAM
+    error(v, 0)
+  end
+  return param_number(s, spec.name, spec.lo, spec.hi)
+end
+
+-- How far ahead of now a full burst or an empty bucket reaches, `units *
+-- per / count`, at most RANGE.ahead: `units` at most
+-- floor(ahead * count / per), shown less `offset` (max_burst is units - 1).
+local function within_ahead(units, per, count, name, offset, formula)
+  local most = muldivmod(RANGE.ahead, count, per)
+  if most and units > most then
+    fail_param(fmt('ERR %s must be an integer from %d to %.0f in the functions edition for this rate (%s at most %.0f microseconds, about 95 years)',
+      name, 1 - offset, most - offset, formula, RANGE.ahead))
+  end
+end
+-- part: options
+-- The options (src/options.rs), their words and how they exclude each other
+-- (tests/functions.rs checks that the module's table and this one agree).
 local MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK = 1, 2, 3, 4, 5, 6, 7
 -- The modes (rl-core's Mode).
 local TAKE = 0
 
--- (Blocks of their own keep helpers out of the top level, which may hold
--- at most 200 locals.)
 local RATE_OPTIONS = { MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK }
 local LEASE_OPTIONS = { MS, PEEK }
 local UNIT_OPTIONS = { MS }
@@ -434,10 +1582,9 @@ do
     return req
   end
 end
-
--------------------------------------------------------------------------------
--- Decisions (rl-core's Decision): retry is -1 (allowed), -2 (never) or µs.
-
+-- part: decision
+-- Decisions (rl-core/src/decision.rs, limiter.rs): retry is -1
+-- (allowed), -2 (never) or µs.
 local ALLOWED, NEVER = -1, -2
 
 local function decision(blocked, limit, remaining, retry, reset)
@@ -450,6 +1597,7 @@ local function ceil_div(n, d)
   return q
 end
 
+-- The reply: five integers, times in `unit` rounded up.
 local function five(d, unit)
   local retry = d.retry
   if retry < 0 then retry = -1 else retry = ceil_div(retry, unit) end
@@ -480,11 +1628,6 @@ local function refunded(lim, state, now, kind, value)
   return { d = d, give = 'store', change = value, expires_at = now + d.reset }
 end
 
-local function beyond(what)
-  fail('ERR ' .. what .. ' beyond the functions edition\'s range (instants up to '
-    .. fmt('%.0f', RANGE.instant) .. ' microseconds after the epoch, the year 2160)')
-end
-
 local function gcd(a, b)
   while b ~= 0 do a, b = b, a % b end
   return a
@@ -498,446 +1641,171 @@ local function divmod_floor(x, d)
   return q, r
 end
 
--------------------------------------------------------------------------------
--- GCRA (rl-core/src/gcra.rs). Instants are exact rationals kept as whole µs
--- `u` and ticks `f` (0 <= f < d) of 1/d µs, d = count / gcd(period, count):
--- the module's ticks, split so that each part fits a double.
-
-local Gcra, new_gcra
-do
-  Gcra = {}
-  Gcra.__index = Gcra
-
-  local function tt_add(au, af, bu, bf, d)
-    local u, f = au + bu, af + bf
-    if f >= d then u, f = u + 1, f - d end
-    return u, f
-  end
-
-  local function tt_sub(au, af, bu, bf, d)
-    local u, f = au - bu, af - bf
-    if f < 0 then u, f = u - 1, f + d end
-    return u, f
-  end
-
-  local function tt_gt(au, af, bu, bf)
-    return au > bu or (au == bu and af > bf)
-  end
-
-  local function ceil_us(u, f)
-    if f > 0 then return u + 1 end
-    return u
-  end
-
-  function new_gcra(max_burst, count, period)
-    local g = gcd(period, count)
-    local lim = setmetatable({ limit = max_burst + 1, d = count / g, T = period / g, reserves = true }, Gcra)
-    lim.tol_u, lim.tol_f = muldivmod(lim.limit, lim.T, lim.d)
-    return lim
-  end
-
-  -- The ticks of (u, f) as whole emission intervals and the rest in ticks.
-  function Gcra:per_interval(u, f)
-    local q, r = muldivmod(u, self.d, self.T)
-    if not q then return nil end
-    local extra, rest = divmod_floor(r + f, self.T)
-    return q + extra, rest
-  end
-
-  -- How many requests fit between (u, f) and the horizon (hu, hf).
-  function Gcra:free(hu, hf, u, f)
-    if not tt_gt(hu, hf, u, f) then return 0 end
-    local du, df = tt_sub(hu, hf, u, f, self.d)
-    return min(self:per_interval(du, df), self.limit)
-  end
-
-  function Gcra:recorded(now, nu, nf)
-    if nu >= RANGE.instant then beyond('the theoretical arrival time would be') end
-    local hu, hf = tt_add(now, 0, self.tol_u, self.tol_f, self.d)
-    local ru, rf = tt_sub(nu, nf, now, 0, self.d)
-    return {
-      d = decision(false, self.limit, self:free(hu, hf, nu, nf), ALLOWED, ceil_us(ru, rf)),
-      change = { u = nu, f = nf },
-      expires_at = ceil_us(nu, nf),
-    }
-  end
-
-  function Gcra:tat(state, at)
-    if state and tt_gt(state.u, state.f, at, 0) then return state.u, state.f end
-    return at, 0
-  end
-
-  function Gcra:check(state, now, q)
-    local d = self.d
-    local tu, tf = self:tat(state, now)
-    local hu, hf = tt_add(now, 0, self.tol_u, self.tol_f, d)
-    local ru, rf = tt_sub(tu, tf, now, 0, d)
-    local dec = decision(false, self.limit, self:free(hu, hf, tu, tf), ALLOWED, ceil_us(ru, rf))
-    local done = settled(dec, q)
-    if done then return done end
-    local qu, qf = muldivmod(q, self.T, d)
-    local nu, nf = tt_add(tu, tf, qu, qf, d)
-    if tt_gt(nu, nf, hu, hf) then
-      dec.blocked = true
-      dec.retry = ceil_us(tt_sub(nu, nf, hu, hf, d))
-      return unchanged(dec)
-    end
-    return self:recorded(now, nu, nf)
-  end
-
-  function Gcra:force(state, now, q)
-    local d = self.d
-    local tu, tf = self:tat(state, now)
-    -- Overdrawn (rl-core): TAT - now + q * T > MAX_HELD * T, counted in
-    -- emission intervals.
-    local ahead_u, ahead_f = tt_sub(tu, tf, now, 0, d)
-    local k, rest = self:per_interval(ahead_u, ahead_f)
-    if not k then beyond('the theoretical arrival time would be') end
-    if k + q > MAX_HELD or (k + q == MAX_HELD and rest > 0) then return nil end
-    local qu, qf = muldivmod(q, self.T, d)
-    if not qu or qu >= RANGE.instant - tu then beyond('the theoretical arrival time would be') end
-    return self:recorded(now, tt_add(tu, tf, qu, qf, d))
-  end
-
-  function Gcra:reserve(state, now, at, q)
-    local tu, tf = self:tat(state, max(at, now))
-    local qu, qf = muldivmod(q, self.T, self.d)
-    return self:recorded(now, tt_add(tu, tf, qu, qf, self.d))
-  end
-
-  function Gcra:rested_at(state, now)
-    if not state then return now end
-    return max(ceil_us(state.u, state.f), now)
-  end
-
-  function Gcra:refund(state, now, q)
-    if not state or q == 0 or not tt_gt(state.u, state.f, now, 0) then
-      return refunded(self, state, now, 'same')
-    end
-    local bu, bf = muldivmod(q, self.T, self.d)
-    if not bu or not tt_gt(state.u, state.f, bu, bf) then return refunded(self, state, now, 'rested') end
-    local tu, tf = tt_sub(state.u, state.f, bu, bf, self.d)
-    if not tt_gt(tu, tf, now, 0) then return refunded(self, state, now, 'rested') end
-    return refunded(self, state, now, 'store', { u = tu, f = tf })
-  end
-
-  -- The stored TAT in this limiter's ticks, rounded up (later) when it was
-  -- written with another denominator: it never admits more.
-  function Gcra:adopt(raw)
-    if raw.d == self.d then return { u = raw.u, f = raw.f } end
-    local c, r = muldivmod(raw.f, self.d, raw.d)
-    if r > 0 then c = c + 1 end
-    if c == self.d then return { u = raw.u + 1, f = 0 } end
-    return { u = raw.u, f = c }
-  end
-end
-
--------------------------------------------------------------------------------
--- Token bucket (rl-core/src/token_bucket.rs). A level is `tok` whole tokens
--- and `gr` grains (0 <= gr < gpt, the grains per token); `tok` is negative
--- in debt.
-
-local Bucket = {}
-Bucket.__index = Bucket
-
-local function new_bucket(capacity, count, period)
-  local g = gcd(count, period)
-  return setmetatable({ limit = capacity, gpt = period / g, gpm = count / g, reserves = true }, Bucket)
-end
-
--- ceil((a * gpt + b) / gpm) µs, for a >= 0 and -gpt < b.
-function Bucket:time_for(a, b)
-  local q, r = muldivmod(a, self.gpt, self.gpm)
-  if not q then beyond('the token bucket would refill') end
-  local extra, rest = divmod_floor(r + b, self.gpm)
-  if rest > 0 then extra = extra + 1 end
-  return q + extra
-end
-
--- The time until full from (tok, gr).
-function Bucket:to_full(tok, gr)
-  if tok >= self.limit then return 0 end
-  return self:time_for(self.limit - tok, -gr)
-end
-
-function Bucket:remaining(tok)
-  if tok <= 0 then return 0 end
-  return min(tok, self.limit)
-end
-
--- The level at `now`: the stored one refilled since it was written, or less
--- the refill still owed when it was written for a later instant.
-function Bucket:level_at(state, now)
-  if not state then return self.limit, 0 end
-  local tok, gr = state.tok, state.gr
-  if tok >= self.limit then tok, gr = self.limit, 0 end
-  if now >= state.at then
-    local elapsed = now - state.at
-    if elapsed == 0 or tok >= self.limit then return tok, gr end
-    if elapsed >= self:to_full(tok, gr) then return self.limit, 0 end
-    local dt, dg = muldivmod(elapsed, self.gpm, self.gpt)
-    tok, gr = tok + dt, gr + dg
-    if gr >= self.gpt then tok, gr = tok + 1, gr - self.gpt end
-    if tok >= self.limit then return self.limit, 0 end
-    return tok, gr
-  end
-  local ot, og = muldivmod(state.at - now, self.gpm, self.gpt)
-  if not ot then beyond('the token bucket would owe a refill') end
-  tok, gr = tok - ot, gr - og
-  if gr < 0 then tok, gr = tok - 1, gr + self.gpt end
-  return tok, gr
-end
-
-function Bucket:recorded(now, at, tok, gr)
-  if at >= RANGE.instant then beyond('the token bucket would be written') end
-  local stored = { tok = tok, gr = gr, at = at }
-  local lt, lg = tok, gr
-  if at ~= now then lt, lg = self:level_at(stored, now) end
-  local reset = self:to_full(lt, lg)
-  if now + reset >= RANGE.instant then beyond('the token bucket would refill') end
-  return {
-    d = decision(false, self.limit, self:remaining(lt), ALLOWED, reset),
-    change = stored,
-    expires_at = now + reset,
-  }
-end
-
-function Bucket:check(state, now, q)
-  local tok, gr = self:level_at(state, now)
-  local dec = decision(false, self.limit, self:remaining(tok), ALLOWED, self:to_full(tok, gr))
-  local done = settled(dec, q)
-  if done then return done end
-  if tok < q then
-    dec.blocked = true
-    dec.retry = self:time_for(q - tok, -gr)
-    return unchanged(dec)
-  end
-  return self:recorded(now, now, tok - q, gr)
-end
-
-function Bucket:force(state, now, q)
-  local tok, gr = self:level_at(state, now)
-  if self.limit - (tok - q) > MAX_HELD then return nil end
-  return self:recorded(now, now, tok - q, gr)
-end
-
-function Bucket:reserve(state, now, at, q)
-  at = max(at, now)
-  local tok, gr = self:level_at(state, at)
-  return self:recorded(now, at, tok - q, gr)
-end
-
-function Bucket:rested_at(state, now)
-  return now + self:check(state, now, 0).d.reset
-end
-
-function Bucket:refund(state, now, q)
-  if not state or q == 0 then return refunded(self, state, now, 'same') end
-  local tok, gr = self:level_at(state, now)
-  if tok >= self.limit then return refunded(self, state, now, 'same') end
-  if tok + q >= self.limit then return refunded(self, state, now, 'rested') end
-  return refunded(self, state, now, 'store', { tok = tok + q, gr = gr, at = now })
-end
-
--- A stored level in this bucket's grains: rounded toward less when it was
--- written with another grain, never granting a grain more.
-function Bucket:adopt(raw)
-  local gpt = self.gpt
-  if raw.gpt == gpt then return { tok = raw.tok, gr = raw.gr, at = raw.at } end
-  if raw.tok >= 0 then
-    local part = muldivmod(raw.gr, gpt, raw.gpt)
-    return { tok = raw.tok, gr = part, at = raw.at }
-  end
-  -- A debt: its magnitude, rescaled up.
-  local mt, mr = -raw.tok, 0
-  if raw.gr > 0 then mt, mr = -raw.tok - 1, raw.gpt - raw.gr end
-  local c, r = muldivmod(mr, gpt, raw.gpt)
-  if r > 0 then c = c + 1 end
-  if c == 0 then return { tok = -mt, gr = 0, at = raw.at } end
-  if c == gpt then return { tok = -mt - 1, gr = 0, at = raw.at } end
-  return { tok = -mt - 1, gr = gpt - c, at = raw.at }
-end
-
--------------------------------------------------------------------------------
--- Windows aligned to the epoch (rl-core/src/window.rs), fixed window and
--- sliding counter.
-
+-- µs from now until `at`, or 0.
 local function until_(now, at)
   if at > now then return at - now end
   return 0
 end
+-- part: codec
+-- Codecs: the module's bytes (src/codec/*.rs). `decode` answers the state,
+-- or nil and what is wrong with it, or nil, nil and true for a valid state
+-- this edition cannot compute exactly.
+--
+-- The state of each rate command, in the order of the algorithms
+-- (ALGORITHMS, below): its command, the tags its bytes start with, its
+-- decoder and encoder. Every function holds every codec: an error names
+-- the command whose state a key holds.
+local STATES = {}
+-- part: codec_gcra
+-- GCRA's state (src/codec/gcra.rs): 'G' and the TAT in ticks of 1/840 µs
+-- (9 bytes), or 'g', the ticks per µs (4 bytes) and the TAT in them (14
+-- bytes); and the decimal forms earlier releases wrote.
+local TICKS_PER_MICRO = 840
+do
+  local MAX_TAT_LIMBS = { 32767, 10438, 49461, 28478, 20233, 3 } -- 2^64 - 1 + 4 * 10^24 + 10^15
+  local NOT_A_TAT = 'expected a theoretical arrival time'
+  local TAT_RANGE = 'theoretical arrival time out of range'
 
-local Fixed = {}
-Fixed.__index = Fixed
-
-local function new_fixed(limit, window)
-  return setmetatable({ limit = limit, w = window, reserves = false }, Fixed)
-end
-
-function Fixed:in_force(state, now)
-  local current = now - now % self.w
-  if state and state.start >= current then
-    return state.start - state.start % self.w, state.count
+  -- units / per_micro, as limbs, into whole µs and a fraction.
+  local function tat_of(units, per_micro)
+    if per_micro < 1 or per_micro > MAX_LIMIT then return nil, TAT_RANGE end
+    local q, r = limbs_divmod(units, per_micro)
+    local u = limbs_value(q)
+    if not u then
+      if limbs_compare(q, MAX_TAT_LIMBS) > 0 then return nil, TAT_RANGE end
+      return nil, nil, true
+    end
+    if u >= RANGE.instant then return nil, nil, true end
+    return { u = u, f = r, d = per_micro }
   end
-  return current, 0
-end
 
-function Fixed:recorded(dec, start, count, now)
-  local finish = start + self.w
-  dec.remaining = max(self.limit - count, 0)
-  dec.reset = until_(now, finish)
-  return { d = dec, change = { start = start, count = count }, expires_at = finish }
-end
-
-function Fixed:check(state, now, q)
-  local start, used = self:in_force(state, now)
-  local to_end = until_(now, start + self.w)
-  local reset = to_end
-  if used == 0 then reset = 0 end
-  local dec = decision(false, self.limit, max(self.limit - used, 0), ALLOWED, reset)
-  local done = settled(dec, q)
-  if done then return done end
-  if start > MAX_WINDOW_START then
-    dec.blocked, dec.retry = true, NEVER
-    return unchanged(dec)
+  -- A canonical decimal (no sign, no leading zero), as limbs; nil past 2^128.
+  local function decimal_limbs(s)
+    if #s == 0 or #s > 39 or not find(s, '^%d+$') or (#s > 1 and byte(s, 1) == 48) then return nil end
+    local l = { 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+    for i = 1, #s do
+      local carry = byte(s, i) - 48
+      for j = 1, 9 do
+        local v = l[j] * 10 + carry
+        local dgt = v % LIMB
+        l[j] = dgt
+        carry = (v - dgt) / LIMB
+      end
+    end
+    if l[9] ~= 0 then return nil end
+    l[9] = nil
+    return l
   end
-  if used + q > self.limit then
-    dec.blocked, dec.retry = true, to_end
-    return unchanged(dec)
+
+  local function decode_gcra(s)
+    local tag = byte(s, 1)
+    if tag == 71 and #s == 9 then
+      local lo, hi = unpack('<I4I4', s, 2)
+      local qh = floor(hi / TICKS_PER_MICRO)
+      local rest = (hi - qh * TICKS_PER_MICRO) * TWO32 + lo
+      local ql = floor(rest / TICKS_PER_MICRO)
+      local f = rest - ql * TICKS_PER_MICRO
+      if qh >= 2097152 then return nil, nil, true end
+      local u = qh * TWO32 + ql
+      if u >= RANGE.instant then return nil, nil, true end
+      return { u = u, f = f, d = TICKS_PER_MICRO }
+    end
+    if tag == 103 and #s == 19 then
+      return tat_of(limbs_from_bytes(s, 6, 14), unpack('<I4', s, 2))
+    end
+    -- The decimal forms of earlier releases: ticks of 1/840 µs, or units/per_micro.
+    local units = decimal_limbs(s)
+    if units then return tat_of(units, TICKS_PER_MICRO) end
+    local slash = find(s, '/', 1, true)
+    if not slash then return nil, NOT_A_TAT end
+    units = decimal_limbs(sub(s, 1, slash - 1))
+    local per = decimal_limbs(sub(s, slash + 1))
+    if not units or not per or per[5] ~= 0 or per[6] ~= 0 or per[7] ~= 0 or per[8] ~= 0 then return nil, NOT_A_TAT end
+    local p = limbs_value(per)
+    if not p or p > MAX_LIMIT then return nil, TAT_RANGE end
+    return tat_of(units, p)
   end
-  return self:recorded(dec, start, used + q, now)
-end
 
-function Fixed:force(state, now, q)
-  local start, used = self:in_force(state, now)
-  if used + q > MAX_HELD or start > MAX_WINDOW_START then return nil end
-  return self:recorded(decision(false, self.limit, 0, ALLOWED, 0), start, used + q, now)
-end
-
-function Fixed:rested_at(state, now)
-  return now + self:check(state, now, 0).d.reset
-end
-
-function Fixed:refund(state, now, q)
-  local start, used = self:in_force(state, now)
-  if used == 0 or q == 0 then return refunded(self, state, now, 'same') end
-  if used <= q then return refunded(self, state, now, 'rested') end
-  return refunded(self, state, now, 'store', { start = start, count = used - q })
-end
-
-local Counter = {}
-Counter.__index = Counter
-
-local function new_counter(limit, window)
-  return setmetatable({ limit = limit, w = window, reserves = false }, Counter)
-end
-
-function Counter:counts_at(state, now)
-  local w = self.w
-  local current = now - now % w
-  if not state then return current, 0, 0 end
-  local start = state.start - state.start % w
-  local prev, cur = state.prev, state.cur
-  if start ~= state.start then prev, cur = 0, state.cur + state.prev end
-  if start >= current then return start, prev, cur end
-  if start + w == current then return current, cur, 0 end
-  return current, 0, 0
-end
-
-function Counter:reset(now, start, prev, cur)
-  if cur > 0 then return until_(now, start + 2 * self.w) end
-  if prev > 0 then return until_(now, start + self.w) end
-  return 0
-end
-
--- ceil(prev * (W - e) / W): the previous window's weighted share.
-function Counter:share(prev, elapsed)
-  local q, r = muldivmod(prev, self.w - elapsed, self.w)
-  if r > 0 then q = q + 1 end
-  return q
-end
-
--- floor(n * w / prev) capped at w.
-function Counter:span(n, prev)
-  if n >= prev then return self.w end
-  return (muldivmod(n, self.w, prev))
-end
-
-function Counter:next_fit(start, elapsed, prev, cur, q)
-  local w, limit = self.w, self.limit
-  if cur + q <= limit and prev > 0 then
-    local e = w - self:span(limit - cur - q, prev)
-    if e < w and e > elapsed then return start + e end
+  local function encode_gcra(lim, tat)
+    local d, u, f = lim.d, tat.u, tat.f
+    if TICKS_PER_MICRO % d == 0 then
+      local ul = u % TWO32
+      local low = ul * TICKS_PER_MICRO + f * (TICKS_PER_MICRO / d)
+      local lo = low % TWO32
+      return 'G' .. pack('<I4I4', lo, (u - ul) / TWO32 * TICKS_PER_MICRO + (low - lo) / TWO32)
+    end
+    return 'g' .. pack('<I4', d) .. limbs_bytes(limbs_muladd(u, d, f, 7))
   end
-  local nxt = start + w
-  if cur == 0 then return nxt end
-  return nxt + (w - self:span(limit - q, cur))
-end
 
-function Counter:elapsed(now, start)
-  local e = 0
-  if now > start then e = now - start end
-  return min(e, self.w)
+  STATES[1] = { name = 'rl.gcra', tags = { [71] = true, [103] = true }, decode = decode_gcra, encode = encode_gcra }
 end
+-- part: codec_token_bucket
+-- The token bucket's state (src/codec/token_bucket.rs): 'T', the instant
+-- (8 bytes), the grains per token (7 bytes), the level in grains (96-bit
+-- two's complement: negative in debt).
+do
+  local BUCKET_RANGE = 'token level or refill unit out of range'
 
-function Counter:check(state, now, q)
-  local start, prev, cur = self:counts_at(state, now)
-  local limit = self.limit
-  local elapsed = self:elapsed(now, start)
-  local share = self:share(prev, elapsed)
-  local free = max(limit - share, 0)
-  local function remaining_with(c) return min(max(free - c, 0), limit) end
-  local dec = decision(false, limit, remaining_with(cur), ALLOWED, self:reset(now, start, prev, cur))
-  local done = settled(dec, q)
-  if done then return done end
-  if start > MAX_WINDOW_START then
-    dec.blocked, dec.retry = true, NEVER
-    return unchanged(dec)
+  local function decode_bucket(s)
+    if #s ~= 28 or byte(s, 1) ~= 84 then return nil, 'expected 28 bytes starting with \'T\'' end
+    local at = u64_at(s, 2)
+    local gpt = u56_at(s, 10)
+    if not gpt or gpt < 1 or gpt > MAX_PERIOD then return nil, BUCKET_RANGE end
+    local l = limbs_from_bytes(s, 17, 12)
+    local negative = l[6] >= 32768
+    if negative then l = limbs_negate(l) end
+    local lo = l[1] + l[2] * LIMB + l[3] * LIMB * LIMB
+    local hi = l[4] + l[5] * LIMB + l[6] * LIMB * LIMB
+    local q1, r1 = muldivmod(hi, 281474976710656, gpt)
+    if not q1 then return nil, BUCKET_RANGE end
+    local q2, r = divmod_floor(r1 + lo, gpt)
+    local mt = q1 + q2
+    local bound = MAX_LIMIT
+    if negative then bound = MAX_HELD end
+    if mt > bound or (mt == bound and r > 0) then return nil, BUCKET_RANGE end
+    if not at or at >= RANGE.instant then return nil, nil, true end
+    if not negative then return { tok = mt, gr = r, gpt = gpt, at = at } end
+    if r == 0 then return { tok = -mt, gr = 0, gpt = gpt, at = at } end
+    return { tok = -mt - 1, gr = gpt - r, gpt = gpt, at = at }
   end
-  if share + cur + q > limit then
-    dec.blocked = true
-    dec.retry = until_(now, self:next_fit(start, elapsed, prev, cur, q))
-    return unchanged(dec)
+
+  local function encode_bucket(lim, b)
+    local gpt, l = lim.gpt, nil
+    if b.tok >= 0 then
+      l = limbs_muladd(b.tok, gpt, b.gr, 6)
+    elseif b.gr == 0 then
+      l = limbs_negate(limbs_muladd(-b.tok, gpt, 0, 6))
+    else
+      l = limbs_negate(limbs_muladd(-b.tok - 1, gpt, gpt - b.gr, 6))
+    end
+    return 'T' .. u64_bytes(b.at) .. pack('<I7', gpt) .. limbs_bytes(l)
   end
-  local reset = self:reset(now, start, prev, cur + q)
-  return {
-    d = decision(false, limit, remaining_with(cur + q), ALLOWED, reset),
-    change = { start = start, prev = prev, cur = cur + q },
-    expires_at = now + reset,
-  }
+
+  STATES[2] = { name = 'rl.token_bucket', tags = { [84] = true }, decode = decode_bucket, encode = encode_bucket }
 end
+-- part: codec_fixed_window
+-- The fixed window's state (src/codec/fixed_window.rs): 'F', the window's
+-- start (7 bytes), the count (4 bytes).
+local COUNT_RANGE = 'count out of range'
+do
+  local function decode_fixed(s)
+    if #s ~= 12 or byte(s, 1) ~= 70 then return nil, 'expected 12 bytes starting with \'F\'' end
+    local count = unpack('<I4', s, 9)
+    if count > MAX_HELD then return nil, COUNT_RANGE end
+    local start = u56_at(s, 2)
+    if not start or start >= RANGE.instant then return nil, nil, true end
+    return { start = start, count = count }
+  end
 
-function Counter:force(state, now, q)
-  local start, prev, cur = self:counts_at(state, now)
-  cur = cur + q
-  if cur > MAX_HELD or prev > MAX_HELD or start > MAX_WINDOW_START then return nil end
-  local reset = self:reset(now, start, prev, cur)
-  local share = self:share(prev, self:elapsed(now, start))
-  return {
-    d = decision(false, self.limit, max(self.limit - share - cur, 0), ALLOWED, reset),
-    change = { start = start, prev = prev, cur = cur },
-    expires_at = now + reset,
-  }
+  local function encode_fixed(_, w)
+    return 'F' .. pack('<I7I4', w.start, w.count)
+  end
+
+  STATES[3] = { name = 'rl.fixed', tags = { [70] = true }, decode = decode_fixed, encode = encode_fixed }
 end
-
-function Counter:rested_at(state, now)
-  return now + self:check(state, now, 0).d.reset
-end
-
-function Counter:refund(state, now, q)
-  local start, prev, cur = self:counts_at(state, now)
-  local from_cur = min(q, cur)
-  local from_prev = min(q - from_cur, prev)
-  local p, c = prev - from_prev, cur - from_cur
-  if q == 0 or prev + cur == 0 or start > MAX_WINDOW_START then return refunded(self, state, now, 'same') end
-  if p + c == 0 then return refunded(self, state, now, 'rested') end
-  return refunded(self, state, now, 'store', { start = start, prev = p, cur = c })
-end
-
--------------------------------------------------------------------------------
--- Sliding log (rl-core/src/sliding_log.rs). A log is the stored bytes read
--- in place: 'L', the ring's oldest slot (4 bytes), then 8-byte instants.
-
+-- part: codec_sliding_log
+-- The sliding log's state (src/codec/sliding_log.rs), read in place: 'L',
+-- the ring's oldest slot (4 bytes), then 8-byte instants.
 local LOG_HEADER = 5
 
 -- The i-th instant from the oldest (0-based).
@@ -958,99 +1826,74 @@ local function log_later_than(log, after)
   return log.n - lo
 end
 
-local Log = {}
-Log.__index = Log
-
-local function new_log(limit, window)
-  return setmetatable({ limit = limit, w = window, reserves = true }, Log)
+-- The bytes of log entries i .. j - 1 (0-based, from the oldest).
+local function log_bytes(log, i, j)
+  if j <= i then return '' end
+  local n, s = log.n, log.s
+  local a = (log.oldest + i) % n
+  local count = j - i
+  local first = min(count, n - a)
+  local out = sub(s, LOG_HEADER + 1 + a * 8, LOG_HEADER + (a + first) * 8)
+  if count > first then out = out .. sub(s, LOG_HEADER + 1, LOG_HEADER + (count - first) * 8) end
+  return out
 end
 
-function Log:in_window(log, now)
-  if not log then return 0 end
-  if now >= self.w then return log_later_than(log, now - self.w) end
-  return log.n
+local function log_header(oldest)
+  return 'L' .. pack('<I4', oldest)
 end
 
--- A query's decision on the log's first n entries, of which the newest
--- in_window are in the window.
-function Log:query(log, now, n, in_window)
-  local reset = 0
-  if n > 0 and in_window > 0 then reset = until_(now, log_get(log, n - 1) + self.w) end
-  return decision(false, self.limit, max(self.limit - in_window, 0), ALLOWED, reset)
-end
+local function slot(i) return LOG_HEADER + i * 8 end
 
--- `q` entries at `at` (>= now): they go in at their instant; entries from
--- the future (reservations) stay the newest.
-function Log:appended(newest, in_window, now, at, q)
-  local keep = max(self.limit, in_window + q)
-  local last = at
-  if newest and newest > last then last = newest end
-  local reset = until_(now, last + self.w)
-  return {
-    d = decision(false, self.limit, max(self.limit - in_window - q, 0), ALLOWED, reset),
-    change = { at = at, count = q, keep = keep },
-    expires_at = now + reset,
-  }
-end
-
-function Log:survey(log, now)
-  if not log or log.n == 0 then return nil, 0 end
-  return log_get(log, log.n - 1), self:in_window(log, now)
-end
-
-function Log:check(log, now, q)
-  local n = log and log.n or 0
-  local in_window = self:in_window(log, now)
-  local dec = self:query(log, now, n, in_window)
-  local done = settled(dec, q)
-  if done then return done end
-  local may_stay = self.limit - q
-  if n > may_stay then
-    local wait = until_(now, log_get(log, n - 1 - may_stay) + self.w)
-    if wait > 0 then
-      dec.blocked, dec.retry = true, wait
-      return unchanged(dec)
+do
+  local function decode_log(s)
+    if #s < LOG_HEADER or byte(s, 1) ~= 76 or (#s - LOG_HEADER) % 8 ~= 0 then
+      return nil, 'expected \'L\', a 4-byte ring position and 8-byte instants'
     end
+    local n = (#s - LOG_HEADER) / 8
+    local oldest = unpack('<I4', s, 2)
+    local bad = 'ring position or order of instants out of range'
+    if oldest >= max(n, 1) then return nil, bad end
+    local log = { s = s, n = n, oldest = oldest }
+    if n > 0 then
+      local first_at, last_at = LOG_HEADER + 1 + oldest * 8, LOG_HEADER + 1 + ((oldest + n - 1) % n) * 8
+      local flo, fhi = unpack('<I4I4', s, first_at)
+      local llo, lhi = unpack('<I4I4', s, last_at)
+      if fhi > lhi or (fhi == lhi and flo > llo) then return nil, bad end
+      if lhi >= 2097152 or lhi * TWO32 + llo >= RANGE.instant then return nil, nil, true end
+    end
+    return log
   end
-  local newest = nil
-  if n > 0 then newest = log_get(log, n - 1) end
-  return self:appended(newest, in_window, now, now, q)
+
+  STATES[4] = { name = 'rl.sliding_log', tags = { [76] = true }, decode = decode_log }
 end
+-- part: codec_sliding_counter
+-- The sliding counter's state (src/codec/sliding_counter.rs): 'C', the
+-- current window's start (7 bytes), the previous window's count and the
+-- current one's (4 bytes each).
+do
+  local function decode_counter(s)
+    if #s ~= 16 or byte(s, 1) ~= 67 then return nil, 'expected 16 bytes starting with \'C\'' end
+    local prev, cur = unpack('<I4I4', s, 9)
+    if prev > MAX_HELD or cur > MAX_HELD then return nil, COUNT_RANGE end
+    local start = u56_at(s, 2)
+    if not start or start >= RANGE.instant then return nil, nil, true end
+    return { start = start, prev = prev, cur = cur }
+  end
 
-function Log:force(log, now, q)
-  local newest, in_window = self:survey(log, now)
-  if in_window + q > MAX_HELD then return nil end
-  return self:appended(newest, in_window, now, now, q)
+  local function encode_counter(_, p)
+    return 'C' .. pack('<I7I4I4', p.start, p.prev, p.cur)
+  end
+
+  STATES[5] = { name = 'rl.sliding_counter', tags = { [67] = true }, decode = decode_counter, encode = encode_counter }
 end
-
-function Log:reserve(log, now, at, q)
-  local newest, in_window = self:survey(log, now)
-  return self:appended(newest, in_window, now, max(at, now), q)
-end
-
-function Log:rested_at(log, now)
-  return now + self:check(log, now, 0).d.reset
-end
-
-function Log:refund(log, now, q)
-  if not log then return { d = self:check(nil, now, 0).d, give = 'nothing' } end
-  local in_window = self:in_window(log, now)
-  local shed = min(q, in_window)
-  local dec = self:query(log, now, log.n - shed, in_window - shed)
-  if shed == 0 then return { d = dec, give = 'nothing' } end
-  if shed == in_window then return { d = dec, give = 'rested' } end
-  local horizon = nil
-  if now >= self.w then horizon = now - self.w end
-  return { d = dec, give = 'store', change = { newest = shed, horizon = horizon }, expires_at = now + dec.reset }
-end
-
--------------------------------------------------------------------------------
--- Concurrency (rl-core/src/concurrency.rs, src/codec/concurrency.rs): 'Q',
--- the last lease id (8 bytes), then 20-byte records: id, deadline (0 once
--- released in place), units.
-
+-- part: codec_concurrency
+-- The leases' state (src/codec/concurrency.rs): 'Q', the last lease id
+-- (8 bytes), then 20-byte records: id, deadline (0 once released in
+-- place), units.
 local LEASE_HEADER, RECORD = 9, 20
 
+-- The leases a value holds: {records, last, n}, or nil and what is wrong
+-- with it, or nil, nil and true past the edition's range.
 local function lease_view(s)
   local shape = 'expected \'Q\', the last lease id and 20-byte leases'
   if #s < LEASE_HEADER or byte(s, 1) ~= 81 or (#s - LEASE_HEADER) % RECORD ~= 0 then return nil, shape end
@@ -1101,462 +1944,11 @@ local function leases_of(view)
   end
   return out
 end
-
-local Leases = {}
-Leases.__index = Leases
-
-local function new_leases(limit, timeout)
-  return setmetatable({ limit = limit, timeout = timeout }, Leases)
-end
-
--- When a key whose latest deadline is `latest` and last id `last` stops
--- mattering: no earlier than the instant after its last id, so that an id
--- derived from the clock never repeats.
-local function lease_expiry(latest, last)
-  return max(latest, last + 1)
-end
-
-function Leases:acquire(view, now, q)
-  local held, latest, expired = 0, now, 0
-  local live = {}
-  for _, l in ipairs(leases_of(view)) do
-    if now < l.deadline then
-      held = held + l.units
-      latest = max(latest, l.deadline)
-      live[#live + 1] = l
-    else
-      expired = expired + 1
-    end
-  end
-  local dec = decision(false, self.limit, max(self.limit - held, 0), ALLOWED, latest - now)
-  if q == 0 then return { d = dec } end
-  if q > self.limit then
-    dec.blocked, dec.retry = true, NEVER
-    return { d = dec }
-  end
-  if held + q > self.limit then
-    sort(live, function(a, b)
-      if a.deadline ~= b.deadline then return a.deadline < b.deadline end
-      return a.units < b.units
-    end)
-    local wait, left = 0, held
-    for _, l in ipairs(live) do
-      left = left - l.units
-      if left + q <= self.limit then
-        wait = l.deadline - now
-        break
-      end
-    end
-    dec.blocked, dec.retry = true, wait
-    return { d = dec }
-  end
-  local last = view and view.last or 0
-  local id = max(now, last + 1)
-  local deadline = now + self.timeout
-  latest = max(latest, deadline)
-  dec.remaining = self.limit - held - q
-  dec.reset = latest - now
-  return {
-    d = dec,
-    lease = id,
-    update = { now = now, acquired = { id = id, deadline = deadline, units = q }, last = id, expired = expired,
-      expires_at = lease_expiry(latest, id) },
-  }
-end
-
--- The update that keeps the live leases at `now` less `released`, with
--- `renewed` ({id, deadline}).
-local function lease_update(view, now, released, renewed)
-  local expired, latest, any = 0, 0, false
-  for _, l in ipairs(leases_of(view)) do
-    if now >= l.deadline then
-      expired = expired + 1
-    elseif l.id ~= released then
-      local deadline = l.deadline
-      if renewed and renewed.id == l.id then deadline = renewed.deadline end
-      latest = max(latest, deadline)
-      any = true
-    end
-  end
-  local last = view.last
-  local expires_at = nil
-  if any then
-    expires_at = lease_expiry(latest, last)
-  elseif last >= now then
-    expires_at = lease_expiry(now, last)
-  end
-  return { now = now, released = released, renewed = renewed, last = last, expired = expired, expires_at = expires_at }
-end
-
-local function find_live(view, now, id)
-  if not view or not id then return nil end
-  for _, l in ipairs(leases_of(view)) do
-    if l.id == id and now < l.deadline then return l end
-  end
-  return nil
-end
-
--------------------------------------------------------------------------------
--- One limit's judgement of a request (rl-core/src/request.rs): what to
--- answer, what it grants, its earliest instant and what to store.
-
-local NOTHING = { kind = 'nothing' }
-
-local function record_effect(outcome)
-  if outcome.change then return { kind = 'record', change = outcome.change, expires_at = outcome.expires_at } end
-  return NOTHING
-end
-
-local function verdict(d, granted, earliest, effect)
-  return { d = d, granted = granted, earliest = earliest, effect = effect }
-end
-
-local function while_blocked(d, block, now)
-  if block then
-    d.remaining = 0
-    d.reset = max(d.reset, until_(now, block))
-  end
-  return d
-end
-
-local function recorded(outcome, block, now, granted, at)
-  return verdict(while_blocked(outcome.d, block, now), granted, at, record_effect(outcome))
-end
-
-local function refused(lim, block, now, req, max_wait, delay, rested_at, own)
-  local q = req.q
-  local rests = 0
-  if rested_at then rests = until_(now, rested_at) elseif own then rests = own.d.reset end
-  local remaining = 0
-  if own and not block then remaining = own.d.remaining end
-  local starts = nil
-  if req.block and not block and delay and q > 0 then starts = now + req.block end
-  local retry = NEVER
-  if delay then
-    local wait = delay
-    if starts then wait = max(delay, req.block) end
-    retry = max(wait - max_wait, 0)
-  end
-  local ends = starts or block
-  local reset = rests
-  if ends then reset = max(rests, until_(now, ends)) end
-  if q == 0 and not block then retry = ALLOWED end
-  if starts then remaining = 0 end
-  local effect = NOTHING
-  if starts then effect = { kind = 'block', ends = starts, expires_at = max(now + rests, starts) } end
-  local earliest = nil
-  if delay then earliest = now + delay end
-  return verdict(decision(q > 0 or block ~= nil, lim.limit, remaining, retry, reset), 0, earliest, effect)
-end
-
-local function decide_wait(lim, state, block, now, req, max_wait, joint, rested_at, own)
-  local q = req.q
-  local left = 0
-  if block then left = until_(now, block) end
-  local delay
-  if not own then
-    if q <= lim.limit then delay = left end
-  else
-    local r = own.d.retry
-    if r == ALLOWED then delay = max(0, left) elseif r ~= NEVER then delay = max(r, left) end
-  end
-  local earliest = nil
-  if delay then earliest = now + delay end
-  if joint and joint.at then delay = until_(now, joint.at) end
-  if delay == 0 and own and not own.d.blocked then
-    local granted = 0
-    if own.change then granted = q end
-    return verdict(own.d, granted, earliest, record_effect(own))
-  end
-  if delay and delay <= max_wait and delay > 0 then
-    local at = now + delay
-    local reserved = lim.reserves and lim:reserve(state, now, at, q)
-    if reserved then
-      local v = recorded(reserved, block, now, q, at)
-      v.d.retry = delay
-      return v
-    end
-    return refused(lim, block, now, req, max_wait, delay, rested_at, nil)
-  end
-  return refused(lim, block, now, req, max_wait, delay, rested_at, own)
-end
-
-local function wait(lim, state, block, now, req, max_wait, joint)
-  local rested_at, own = nil, nil
-  if block then rested_at = lim:rested_at(state, now) end
-  if not (block and rested_at <= block) then own = lim:check(state, now, req.q) end
-  return decide_wait(lim, state, block, now, req, max_wait, joint, rested_at, own)
-end
-
-local function one_of(req)
-  return { q = 1, mode = req.mode, block = req.block, max_wait = req.max_wait }
-end
-
-local function grant_less(lim, state, now, req, wanted)
-  local granted = min(wanted, lim:check(state, now, 0).d.remaining)
-  if granted == 0 then return wait(lim, state, nil, now, one_of(req), 0, nil) end
-  local took = lim:check(state, now, granted)
-  if took.change and not took.d.blocked then return recorded(took, nil, now, granted, now) end
-  return wait(lim, state, nil, now, one_of(req), 0, nil)
-end
-
-local function at_most(lim, state, block, now, req, joint)
-  if block then return wait(lim, state, block, now, one_of(req), 0, nil) end
-  local wanted = req.q
-  if joint and joint.grant then wanted = joint.grant end
-  local took = lim:check(state, now, wanted)
-  if took.change and not took.d.blocked then return recorded(took, block, now, wanted, now) end
-  return grant_less(lim, state, now, req, wanted)
-end
-
-local OVERDRAWN = {}
-
-local function judge_options(lim, state, block, now, req, joint)
-  local q, mode = req.q, req.mode
-  if q == 0 then return wait(lim, state, block, now, req, 0, nil) end
-  if mode == TAKE then return wait(lim, state, block, now, req, 0, joint) end
-  if mode == WAIT then return wait(lim, state, block, now, req, req.max_wait, joint) end
-  if mode == AT_MOST then return at_most(lim, state, block, now, req, joint) end
-  if mode == REFUND then
-    local r = lim:refund(state, now, q)
-    return verdict(while_blocked(r.d, block, now), 0, nil, { kind = 'refund', give = r.give, change = r.change, expires_at = r.expires_at })
-  end
-  local forced = lim:force(state, now, q)
-  if not forced then return OVERDRAWN end
-  return recorded(forced, block, now, q, now)
-end
-
-local function judge(lim, state, block, now, req, joint)
-  if block and now >= block then block = nil end
-  local q, mode = req.q, req.mode
-  local at_once = mode == TAKE or mode == AT_MOST or mode == WAIT or q == 0
-  if not block and not joint and at_once then
-    local own = lim:check(state, now, q)
-    if not own.d.blocked then
-      local granted = 0
-      if own.change then granted = q end
-      return verdict(own.d, granted, now, record_effect(own))
-    end
-    if q ~= 0 then
-      if mode == AT_MOST then return grant_less(lim, state, now, req, q) end
-      if mode == WAIT then return decide_wait(lim, state, nil, now, req, req.max_wait, nil, nil, own) end
-    end
-    if not req.block then
-      local earliest = nil
-      if own.d.retry >= 0 then earliest = now + own.d.retry end
-      return verdict(own.d, 0, earliest, NOTHING)
-    end
-  end
-  if block and mode == TAKE and not joint then
-    if lim:rested_at(state, now) <= block then
-      local left = until_(now, block)
-      local passes = q <= lim.limit
-      local retry, earliest = NEVER, nil
-      if passes then retry, earliest = left, block end
-      return verdict(decision(true, lim.limit, 0, retry, left), 0, earliest, NOTHING)
-    end
-  end
-  return judge_options(lim, state, block, now, req, joint)
-end
-
--------------------------------------------------------------------------------
--- Codecs: the module's bytes (src/codec/*.rs). `decode` answers the state,
--- or nil and what is wrong with it, or nil, nil and true for a valid state
--- this edition cannot compute exactly.
-
--- A 7-byte little-endian field; nil at 2^53 or more.
-local function u56_at(s, at)
-  local lo, hi = unpack('<I4I3', s, at)
-  if hi >= 2097152 then return nil end
-  return hi * TWO32 + lo
-end
-
-local TICKS_PER_MICRO = 840
-local decode_gcra, encode_gcra, decode_bucket, encode_bucket, decode_fixed, encode_fixed, decode_counter, encode_counter, decode_log
-do
-  local MAX_TAT_LIMBS = { 32767, 10438, 49461, 28478, 20233, 3 } -- 2^64 - 1 + 4 * 10^24 + 10^15
-  local NOT_A_TAT = 'expected a theoretical arrival time'
-  local TAT_RANGE = 'theoretical arrival time out of range'
-
-  -- units / per_micro, as limbs, into whole µs and a fraction.
-  local function tat_of(units, per_micro)
-    if per_micro < 1 or per_micro > MAX_LIMIT then return nil, TAT_RANGE end
-    local q, r = limbs_divmod(units, per_micro)
-    local u = limbs_value(q)
-    if not u then
-      if limbs_compare(q, MAX_TAT_LIMBS) > 0 then return nil, TAT_RANGE end
-      return nil, nil, true
-    end
-    if u >= RANGE.instant then return nil, nil, true end
-    return { u = u, f = r, d = per_micro }
-  end
-
-  -- A canonical decimal (no sign, no leading zero), as limbs; nil past 2^128.
-  local function decimal_limbs(s)
-    if #s == 0 or #s > 39 or not find(s, '^%d+$') or (#s > 1 and byte(s, 1) == 48) then return nil end
-    local l = { 0, 0, 0, 0, 0, 0, 0, 0, 0 }
-    for i = 1, #s do
-      local carry = byte(s, i) - 48
-      for j = 1, 9 do
-        local v = l[j] * 10 + carry
-        local dgt = v % LIMB
-        l[j] = dgt
-        carry = (v - dgt) / LIMB
-      end
-    end
-    if l[9] ~= 0 then return nil end
-    l[9] = nil
-    return l
-  end
-
-  function decode_gcra(s)
-    local tag = byte(s, 1)
-    if tag == 71 and #s == 9 then
-      local lo, hi = unpack('<I4I4', s, 2)
-      local qh = floor(hi / TICKS_PER_MICRO)
-      local rest = (hi - qh * TICKS_PER_MICRO) * TWO32 + lo
-      local ql = floor(rest / TICKS_PER_MICRO)
-      local f = rest - ql * TICKS_PER_MICRO
-      if qh >= 2097152 then return nil, nil, true end
-      local u = qh * TWO32 + ql
-      if u >= RANGE.instant then return nil, nil, true end
-      return { u = u, f = f, d = TICKS_PER_MICRO }
-    end
-    if tag == 103 and #s == 19 then
-      return tat_of(limbs_from_bytes(s, 6, 14), unpack('<I4', s, 2))
-    end
-    -- The decimal forms of earlier releases: ticks of 1/840 µs, or units/per_micro.
-    local units = decimal_limbs(s)
-    if units then return tat_of(units, TICKS_PER_MICRO) end
-    local slash = find(s, '/', 1, true)
-    if not slash then return nil, NOT_A_TAT end
-    units = decimal_limbs(sub(s, 1, slash - 1))
-    local per = decimal_limbs(sub(s, slash + 1))
-    if not units or not per or per[5] ~= 0 or per[6] ~= 0 or per[7] ~= 0 or per[8] ~= 0 then return nil, NOT_A_TAT end
-    local p = limbs_value(per)
-    if not p or p > MAX_LIMIT then return nil, TAT_RANGE end
-    return tat_of(units, p)
-  end
-
-  function encode_gcra(lim, tat)
-    local d, u, f = lim.d, tat.u, tat.f
-    if TICKS_PER_MICRO % d == 0 then
-      local ul = u % TWO32
-      local low = ul * TICKS_PER_MICRO + f * (TICKS_PER_MICRO / d)
-      local lo = low % TWO32
-      return 'G' .. pack('<I4I4', lo, (u - ul) / TWO32 * TICKS_PER_MICRO + (low - lo) / TWO32)
-    end
-    return 'g' .. pack('<I4', d) .. limbs_bytes(limbs_muladd(u, d, f, 7))
-  end
-
-  local BUCKET_RANGE = 'token level or refill unit out of range'
-
-  function decode_bucket(s)
-    if #s ~= 28 or byte(s, 1) ~= 84 then return nil, 'expected 28 bytes starting with \'T\'' end
-    local at = u64_at(s, 2)
-    local gpt = u56_at(s, 10)
-    if not gpt or gpt < 1 or gpt > MAX_PERIOD then return nil, BUCKET_RANGE end
-    local l = limbs_from_bytes(s, 17, 12)
-    local negative = l[6] >= 32768
-    if negative then l = limbs_negate(l) end
-    local lo = l[1] + l[2] * LIMB + l[3] * LIMB * LIMB
-    local hi = l[4] + l[5] * LIMB + l[6] * LIMB * LIMB
-    local q1, r1 = muldivmod(hi, 281474976710656, gpt)
-    if not q1 then return nil, BUCKET_RANGE end
-    local q2, r = divmod_floor(r1 + lo, gpt)
-    local mt = q1 + q2
-    local bound = MAX_LIMIT
-    if negative then bound = MAX_HELD end
-    if mt > bound or (mt == bound and r > 0) then return nil, BUCKET_RANGE end
-    if not at or at >= RANGE.instant then return nil, nil, true end
-    if not negative then return { tok = mt, gr = r, gpt = gpt, at = at } end
-    if r == 0 then return { tok = -mt, gr = 0, gpt = gpt, at = at } end
-    return { tok = -mt - 1, gr = gpt - r, gpt = gpt, at = at }
-  end
-
-  function encode_bucket(lim, b)
-    local gpt, l = lim.gpt, nil
-    if b.tok >= 0 then
-      l = limbs_muladd(b.tok, gpt, b.gr, 6)
-    elseif b.gr == 0 then
-      l = limbs_negate(limbs_muladd(-b.tok, gpt, 0, 6))
-    else
-      l = limbs_negate(limbs_muladd(-b.tok - 1, gpt, gpt - b.gr, 6))
-    end
-    return 'T' .. u64_bytes(b.at) .. pack('<I7', gpt) .. limbs_bytes(l)
-  end
-
-  local COUNT_RANGE = 'count out of range'
-
-  function decode_fixed(s)
-    if #s ~= 12 or byte(s, 1) ~= 70 then return nil, 'expected 12 bytes starting with \'F\'' end
-    local count = unpack('<I4', s, 9)
-    if count > MAX_HELD then return nil, COUNT_RANGE end
-    local start = u56_at(s, 2)
-    if not start or start >= RANGE.instant then return nil, nil, true end
-    return { start = start, count = count }
-  end
-
-  function encode_fixed(_, w)
-    return 'F' .. pack('<I7I4', w.start, w.count)
-  end
-
-  function decode_counter(s)
-    if #s ~= 16 or byte(s, 1) ~= 67 then return nil, 'expected 16 bytes starting with \'C\'' end
-    local prev, cur = unpack('<I4I4', s, 9)
-    if prev > MAX_HELD or cur > MAX_HELD then return nil, COUNT_RANGE end
-    local start = u56_at(s, 2)
-    if not start or start >= RANGE.instant then return nil, nil, true end
-    return { start = start, prev = prev, cur = cur }
-  end
-
-  function encode_counter(_, p)
-    return 'C' .. pack('<I7I4I4', p.start, p.prev, p.cur)
-  end
-
-  function decode_log(s)
-    if #s < LOG_HEADER or byte(s, 1) ~= 76 or (#s - LOG_HEADER) % 8 ~= 0 then
-      return nil, 'expected \'L\', a 4-byte ring position and 8-byte instants'
-    end
-    local n = (#s - LOG_HEADER) / 8
-    local oldest = unpack('<I4', s, 2)
-    local bad = 'ring position or order of instants out of range'
-    if oldest >= max(n, 1) then return nil, bad end
-    local log = { s = s, n = n, oldest = oldest }
-    if n > 0 then
-      local first_at, last_at = LOG_HEADER + 1 + oldest * 8, LOG_HEADER + 1 + ((oldest + n - 1) % n) * 8
-      local flo, fhi = unpack('<I4I4', s, first_at)
-      local llo, lhi = unpack('<I4I4', s, last_at)
-      if fhi > lhi or (fhi == lhi and flo > llo) then return nil, bad end
-      if lhi >= 2097152 or lhi * TWO32 + llo >= RANGE.instant then return nil, nil, true end
-    end
-    return log
-  end
-end
-
--- The bytes of log entries i .. j - 1 (0-based, from the oldest).
-local function log_bytes(log, i, j)
-  if j <= i then return '' end
-  local n, s = log.n, log.s
-  local a = (log.oldest + i) % n
-  local count = j - i
-  local first = min(count, n - a)
-  local out = sub(s, LOG_HEADER + 1 + a * 8, LOG_HEADER + (a + first) * 8)
-  if count > first then out = out .. sub(s, LOG_HEADER + 1, LOG_HEADER + (count - first) * 8) end
-  return out
-end
-
-local function log_header(oldest)
-  return 'L' .. pack('<I4', oldest)
-end
-
-local function slot(i) return LOG_HEADER + i * 8 end
-
--------------------------------------------------------------------------------
--- Writes. A plan is {kind = 'set', value}, {kind = 'patch', new_len,
--- patches = {{offset, bytes}...}, compact} or {kind = 'del'}, with `ms` the
--- absolute expiry; offsets are 0-based, as SETRANGE's.
-
+-- part: writes
+-- Writes (src/store.rs's Write, src/codec/*.rs): a plan is {kind = 'set',
+-- value}, {kind = 'patch', new_len, patches = {{offset, bytes}...},
+-- compact} or {kind = 'del'}, with `ms` the absolute expiry; offsets are
+-- 0-based, as SETRANGE's.
 local function set_plan(value, ms) return { kind = 'set', value = value, ms = ms } end
 
 local function patch_plan(new_len, patches, compact, ms)
@@ -1683,6 +2075,32 @@ local function plan_leases(view, update)
   return set_plan(concat(parts), ms)
 end
 
+-- Apply a plan to `key`, whose value is `stored`, with the effects the
+-- module replicates: a patched value of at most 64 bytes written whole, a
+-- longer one by SETRANGE (in place, O(patch) to replicate). A value to be
+-- compacted (grown by appends: SETRANGE leaves it the room it grew by, up
+-- to as much again) is then set at its exact size here only, as the module
+-- compacts it without replicating more than the patch.
+local function apply(key, plan, stored)
+  if plan.kind == 'set' then
+    write(key, plan.value, plan.ms)
+  elseif plan.kind == 'patch' then
+    if plan.new_len <= WHOLE_VALUE_MAX then
+      write(key, patched(stored or '', plan.new_len, plan.patches), plan.ms)
+    else
+      for i = 1, #plan.patches do call('SETRANGE', key, plan.patches[i][1], plan.patches[i][2]) end
+      call('PEXPIREAT', key, fmt('%d', plan.ms))
+      if plan.compact then
+        set_repl(REPL_NONE)
+        call('SET', key, patched(stored or '', plan.new_len, plan.patches), 'KEEPTTL')
+        set_repl(REPL_ALL)
+      end
+    end
+  else
+    call('DEL', key)
+  end
+end
+-- part: frame
 -- The block header (src/codec/frame.rs): 'B' and the block's end in 7 bytes.
 local BLOCK_HEADER = 8
 
@@ -1718,160 +2136,813 @@ local function block_plan(frame, ends, ms)
   if frame.block then return patch_plan(BLOCK_HEADER + #frame.body, { { 0, block_header(ends) } }, false, ms) end
   return set_plan(block_header(ends) .. frame.body, ms)
 end
+-- part: algorithms
+-- The rate algorithms (src/algorithms.rs): one row each, which its part
+-- adds, by the module's order: its command and state (the codec's), its
+-- name in RL.ALL, whether it reserves (takes WAIT), its parameters, how
+-- its limiter is built (the one-pass limiter, checked with the errors
+-- the module answers), how a state it reads is adopted and how it is
+-- written.
+local ALGORITHMS, ALGORITHM_OF = {}, {}
 
--- An expiry in ms as the decimal string a command takes. Lua would format
--- a number argument with "%.14g", several thousand instructions; '%d' costs
--- a fraction of that, and the last string is kept, as it repeats (a fixed
--- window's end is that of every call in the window, and RL.ALL's limits
--- often share it).
-local ms_held, ms_text = nil, nil
-local function ms_string(ms)
-  if ms ~= ms_held then ms_held, ms_text = ms, fmt('%d', ms) end
-  return ms_text
+local function algorithm(i, row)
+  local state = STATES[i]
+  row.name, row.tags, row.decode, row.encode = state.name, state.tags, state.decode, state.encode
+  if row.encode then
+    row.plan = function(lim, _, change, ms) return set_plan(row.encode(lim, change), ms) end
+    row.plan_refund = row.plan
+  end
+  ALGORITHMS[i], ALGORITHM_OF[row.word] = row, row
 end
+-- part: gcra
+-- GCRA (rl-core/src/gcra.rs). Instants are exact rationals kept as whole µs
+-- `u` and ticks `f` (0 <= f < d) of 1/d µs, d = count / gcd(period, count):
+-- the module's ticks, split so that each part fits a double.
 
--- SET with an absolute expiry. (The generated scripts, which also run on
--- Redis 6.0, a server without PXAT, write SET then PEXPIREAT there: see
--- functions/generate.py.)
-local function set_at(key, value, ms)
-  ms = ms_string(ms)
-  call('SET', key, value, 'PXAT', ms)
+do
+  local Gcra = {}
+  Gcra.__index = Gcra
+
+  local function tt_add(au, af, bu, bf, d)
+    local u, f = au + bu, af + bf
+    if f >= d then u, f = u + 1, f - d end
+    return u, f
+  end
+
+  local function tt_sub(au, af, bu, bf, d)
+    local u, f = au - bu, af - bf
+    if f < 0 then u, f = u - 1, f + d end
+    return u, f
+  end
+
+  local function tt_gt(au, af, bu, bf)
+    return au > bu or (au == bu and af > bf)
+  end
+
+  local function ceil_us(u, f)
+    if f > 0 then return u + 1 end
+    return u
+  end
+
+  -- The ticks of (u, f) as whole emission intervals and the rest in ticks.
+  function Gcra:per_interval(u, f)
+    local q, r = muldivmod(u, self.d, self.T)
+    if not q then return nil end
+    local extra, rest = divmod_floor(r + f, self.T)
+    return q + extra, rest
+  end
+
+  -- How many requests fit between (u, f) and the horizon (hu, hf).
+  function Gcra:free(hu, hf, u, f)
+    if not tt_gt(hu, hf, u, f) then return 0 end
+    local du, df = tt_sub(hu, hf, u, f, self.d)
+    return min(self:per_interval(du, df), self.limit)
+  end
+
+  function Gcra:recorded(now, nu, nf)
+    if nu >= RANGE.instant then beyond('the theoretical arrival time would be') end
+    local hu, hf = tt_add(now, 0, self.tol_u, self.tol_f, self.d)
+    local ru, rf = tt_sub(nu, nf, now, 0, self.d)
+    return {
+      d = decision(false, self.limit, self:free(hu, hf, nu, nf), ALLOWED, ceil_us(ru, rf)),
+      change = { u = nu, f = nf },
+      expires_at = ceil_us(nu, nf),
+    }
+  end
+
+  function Gcra:tat(state, at)
+    if state and tt_gt(state.u, state.f, at, 0) then return state.u, state.f end
+    return at, 0
+  end
+
+  function Gcra:check(state, now, q)
+    local d = self.d
+    local tu, tf = self:tat(state, now)
+    local hu, hf = tt_add(now, 0, self.tol_u, self.tol_f, d)
+    local ru, rf = tt_sub(tu, tf, now, 0, d)
+    local dec = decision(false, self.limit, self:free(hu, hf, tu, tf), ALLOWED, ceil_us(ru, rf))
+    local done = settled(dec, q)
+    if done then return done end
+    local qu, qf = muldivmod(q, self.T, d)
+    local nu, nf = tt_add(tu, tf, qu, qf, d)
+    if tt_gt(nu, nf, hu, hf) then
+      dec.blocked = true
+      dec.retry = ceil_us(tt_sub(nu, nf, hu, hf, d))
+      return unchanged(dec)
+    end
+    return self:recorded(now, nu, nf)
+  end
+
+  function Gcra:force(state, now, q)
+    local d = self.d
+    local tu, tf = self:tat(state, now)
+    -- Overdrawn (rl-core): TAT - now + q * T > MAX_HELD * T, counted in
+    -- emission intervals.
+    local ahead_u, ahead_f = tt_sub(tu, tf, now, 0, d)
+    local k, rest = self:per_interval(ahead_u, ahead_f)
+    if not k then beyond('the theoretical arrival time would be') end
+    if k + q > MAX_HELD or (k + q == MAX_HELD and rest > 0) then return nil end
+    local qu, qf = muldivmod(q, self.T, d)
+    if not qu or qu >= RANGE.instant - tu then beyond('the theoretical arrival time would be') end
+    return self:recorded(now, tt_add(tu, tf, qu, qf, d))
+  end
+
+  function Gcra:reserve(state, now, at, q)
+    local tu, tf = self:tat(state, max(at, now))
+    local qu, qf = muldivmod(q, self.T, self.d)
+    return self:recorded(now, tt_add(tu, tf, qu, qf, self.d))
+  end
+
+  function Gcra:rested_at(state, now)
+    if not state then return now end
+    return max(ceil_us(state.u, state.f), now)
+  end
+
+  function Gcra:refund(state, now, q)
+    if not state or q == 0 or not tt_gt(state.u, state.f, now, 0) then
+      return refunded(self, state, now, 'same')
+    end
+    local bu, bf = muldivmod(q, self.T, self.d)
+    if not bu or not tt_gt(state.u, state.f, bu, bf) then return refunded(self, state, now, 'rested') end
+    local tu, tf = tt_sub(state.u, state.f, bu, bf, self.d)
+    if not tt_gt(tu, tf, now, 0) then return refunded(self, state, now, 'rested') end
+    return refunded(self, state, now, 'store', { u = tu, f = tf })
+  end
+
+  -- The stored TAT in this limiter's ticks, rounded up (later) when it was
+  -- written with another denominator: it never admits more.
+  function Gcra:adopt(raw)
+    if raw.d == self.d then return { u = raw.u, f = raw.f } end
+    local c, r = muldivmod(raw.f, self.d, raw.d)
+    if r > 0 then c = c + 1 end
+    if c == self.d then return { u = raw.u + 1, f = 0 } end
+    return { u = raw.u, f = c }
+  end
+
+  algorithm(1, {
+    word = 'GCRA', reserves = true,
+    params = { { name = 'max_burst', lo = 0, hi = MAX_LIMIT - 1 }, { name = 'count', lo = 1, hi = MAX_LIMIT }, { name = 'period', duration = true } },
+    build = function(v, args, from, unit)
+      within_ahead(v[1] + 1, v[3], v[2], 'max_burst', 1, '(max_burst + 1) * period / count')
+      return setmetatable(gcra_limiter(args, from, unit), Gcra)
+    end,
+    adopt = function(lim, raw) return lim:adopt(raw) end,
+  })
 end
+-- part: token_bucket
+-- Token bucket (rl-core/src/token_bucket.rs). A level is `tok` whole tokens
+-- and `gr` grains (0 <= gr < gpt, the grains per token); `tok` is negative
+-- in debt.
+do
+  local Bucket = {}
+  Bucket.__index = Bucket
 
--- Apply a plan to `key`, whose value is `stored`, with the effects the
--- module replicates: a patched value of at most 64 bytes written whole, a
--- longer one by SETRANGE (in place, O(patch) to replicate). A value to be
--- compacted (grown by appends: SETRANGE leaves it the room it grew by, up
--- to as much again) is then set at its exact size here only, as the module
--- compacts it without replicating more than the patch.
-local function apply(key, plan, stored)
-  if plan.kind == 'set' then
-    set_at(key, plan.value, plan.ms)
-  elseif plan.kind == 'patch' then
-    if plan.new_len <= WHOLE_VALUE_MAX then
-      set_at(key, patched(stored or '', plan.new_len, plan.patches), plan.ms)
-    else
-      for i = 1, #plan.patches do call('SETRANGE', key, plan.patches[i][1], plan.patches[i][2]) end
-      call('PEXPIREAT', key, ms_string(plan.ms))
-      if plan.compact then
-        set_repl(REPL_NONE)
-        call('SET', key, patched(stored or '', plan.new_len, plan.patches), 'KEEPTTL')
-        set_repl(REPL_ALL)
+  -- ceil((a * gpt + b) / gpm) µs, for a >= 0 and -gpt < b.
+  function Bucket:time_for(a, b)
+    return refill_time(self, a, b) or beyond('the token bucket would refill')
+  end
+
+  -- The time until full from (tok, gr).
+  function Bucket:to_full(tok, gr)
+    if tok >= self.limit then return 0 end
+    return self:time_for(self.limit - tok, -gr)
+  end
+
+  function Bucket:remaining(tok)
+    if tok <= 0 then return 0 end
+    return min(tok, self.limit)
+  end
+
+  -- The level at `now`: the stored one refilled since it was written, or less
+  -- the refill still owed when it was written for a later instant.
+  function Bucket:level_at(state, now)
+    if not state then return self.limit, 0 end
+    local tok, gr = state.tok, state.gr
+    if tok >= self.limit then tok, gr = self.limit, 0 end
+    if now >= state.at then
+      local elapsed = now - state.at
+      if elapsed == 0 or tok >= self.limit then return tok, gr end
+      if elapsed >= self:to_full(tok, gr) then return self.limit, 0 end
+      local dt, dg = muldivmod(elapsed, self.gpm, self.gpt)
+      tok, gr = tok + dt, gr + dg
+      if gr >= self.gpt then tok, gr = tok + 1, gr - self.gpt end
+      if tok >= self.limit then return self.limit, 0 end
+      return tok, gr
+    end
+    local ot, og = muldivmod(state.at - now, self.gpm, self.gpt)
+    if not ot then beyond('the token bucket would owe a refill') end
+    tok, gr = tok - ot, gr - og
+    if gr < 0 then tok, gr = tok - 1, gr + self.gpt end
+    return tok, gr
+  end
+
+  function Bucket:recorded(now, at, tok, gr)
+    if at >= RANGE.instant then beyond('the token bucket would be written') end
+    local stored = { tok = tok, gr = gr, at = at }
+    local lt, lg = tok, gr
+    if at ~= now then lt, lg = self:level_at(stored, now) end
+    local reset = self:to_full(lt, lg)
+    if now + reset >= RANGE.instant then beyond('the token bucket would refill') end
+    return {
+      d = decision(false, self.limit, self:remaining(lt), ALLOWED, reset),
+      change = stored,
+      expires_at = now + reset,
+    }
+  end
+
+  function Bucket:check(state, now, q)
+    local tok, gr = self:level_at(state, now)
+    local dec = decision(false, self.limit, self:remaining(tok), ALLOWED, self:to_full(tok, gr))
+    local done = settled(dec, q)
+    if done then return done end
+    if tok < q then
+      dec.blocked = true
+      dec.retry = self:time_for(q - tok, -gr)
+      return unchanged(dec)
+    end
+    return self:recorded(now, now, tok - q, gr)
+  end
+
+  function Bucket:force(state, now, q)
+    local tok, gr = self:level_at(state, now)
+    if self.limit - (tok - q) > MAX_HELD then return nil end
+    return self:recorded(now, now, tok - q, gr)
+  end
+
+  function Bucket:reserve(state, now, at, q)
+    at = max(at, now)
+    local tok, gr = self:level_at(state, at)
+    return self:recorded(now, at, tok - q, gr)
+  end
+
+  function Bucket:rested_at(state, now)
+    return now + self:check(state, now, 0).d.reset
+  end
+
+  function Bucket:refund(state, now, q)
+    if not state or q == 0 then return refunded(self, state, now, 'same') end
+    local tok, gr = self:level_at(state, now)
+    if tok >= self.limit then return refunded(self, state, now, 'same') end
+    if tok + q >= self.limit then return refunded(self, state, now, 'rested') end
+    return refunded(self, state, now, 'store', { tok = tok + q, gr = gr, at = now })
+  end
+
+  -- A stored level in this bucket's grains: rounded toward less when it was
+  -- written with another grain, never granting a grain more.
+  function Bucket:adopt(raw)
+    local gpt = self.gpt
+    if raw.gpt == gpt then return { tok = raw.tok, gr = raw.gr, at = raw.at } end
+    if raw.tok >= 0 then
+      local part = muldivmod(raw.gr, gpt, raw.gpt)
+      return { tok = raw.tok, gr = part, at = raw.at }
+    end
+    -- A debt: its magnitude, rescaled up.
+    local mt, mr = -raw.tok, 0
+    if raw.gr > 0 then mt, mr = -raw.tok - 1, raw.gpt - raw.gr end
+    local c, r = muldivmod(mr, gpt, raw.gpt)
+    if r > 0 then c = c + 1 end
+    if c == 0 then return { tok = -mt, gr = 0, at = raw.at } end
+    if c == gpt then return { tok = -mt - 1, gr = 0, at = raw.at } end
+    return { tok = -mt - 1, gr = gpt - c, at = raw.at }
+  end
+
+  algorithm(2, {
+    word = 'TOKEN_BUCKET', reserves = true,
+    params = { { name = 'capacity', lo = 1, hi = MAX_LIMIT }, { name = 'refill_count', lo = 1, hi = MAX_LIMIT }, { name = 'refill_period', duration = true } },
+    build = function(v, args, from, unit)
+      within_ahead(v[1], v[3], v[2], 'capacity', 0, 'capacity * refill_period / refill_count')
+      return setmetatable(bucket_limiter(args, from, unit), Bucket)
+    end,
+    adopt = function(lim, raw) return lim:adopt(raw) end,
+  })
+end
+-- part: fixed_window
+-- The fixed window (rl-core/src/fixed_window.rs), aligned to the epoch
+-- (rl-core/src/window.rs).
+do
+  local Fixed = {}
+  Fixed.__index = Fixed
+
+  function Fixed:in_force(state, now)
+    local current = now - now % self.w
+    if state and state.start >= current then
+      return state.start - state.start % self.w, state.count
+    end
+    return current, 0
+  end
+
+  function Fixed:recorded(dec, start, count, now)
+    local finish = start + self.w
+    dec.remaining = max(self.limit - count, 0)
+    dec.reset = until_(now, finish)
+    return { d = dec, change = { start = start, count = count }, expires_at = finish }
+  end
+
+  function Fixed:check(state, now, q)
+    local start, used = self:in_force(state, now)
+    local to_end = until_(now, start + self.w)
+    local reset = to_end
+    if used == 0 then reset = 0 end
+    local dec = decision(false, self.limit, max(self.limit - used, 0), ALLOWED, reset)
+    local done = settled(dec, q)
+    if done then return done end
+    if start > MAX_WINDOW_START then
+      dec.blocked, dec.retry = true, NEVER
+      return unchanged(dec)
+    end
+    if used + q > self.limit then
+      dec.blocked, dec.retry = true, to_end
+      return unchanged(dec)
+    end
+    return self:recorded(dec, start, used + q, now)
+  end
+
+  function Fixed:force(state, now, q)
+    local start, used = self:in_force(state, now)
+    if used + q > MAX_HELD or start > MAX_WINDOW_START then return nil end
+    return self:recorded(decision(false, self.limit, 0, ALLOWED, 0), start, used + q, now)
+  end
+
+  function Fixed:rested_at(state, now)
+    return now + self:check(state, now, 0).d.reset
+  end
+
+  function Fixed:refund(state, now, q)
+    local start, used = self:in_force(state, now)
+    if used == 0 or q == 0 then return refunded(self, state, now, 'same') end
+    if used <= q then return refunded(self, state, now, 'rested') end
+    return refunded(self, state, now, 'store', { start = start, count = used - q })
+  end
+
+  algorithm(3, {
+    word = 'FIXED', reserves = false,
+    params = { { name = 'limit', lo = 1, hi = MAX_LIMIT }, { name = 'window', duration = true } },
+    build = function(_, args, from, unit) return setmetatable(fixed_limiter(args, from, unit), Fixed) end,
+  })
+end
+-- part: sliding_log
+-- The sliding log (rl-core/src/sliding_log.rs), read in the stored bytes
+-- (`codec_sliding_log`).
+do
+  local Log = {}
+  Log.__index = Log
+
+  function Log:in_window(log, now)
+    if not log then return 0 end
+    if now >= self.w then return log_later_than(log, now - self.w) end
+    return log.n
+  end
+
+  -- A query's decision on the log's first n entries, of which the newest
+  -- in_window are in the window.
+  function Log:query(log, now, n, in_window)
+    local reset = 0
+    if n > 0 and in_window > 0 then reset = until_(now, log_get(log, n - 1) + self.w) end
+    return decision(false, self.limit, max(self.limit - in_window, 0), ALLOWED, reset)
+  end
+
+  -- `q` entries at `at` (>= now): they go in at their instant; entries from
+  -- the future (reservations) stay the newest.
+  function Log:appended(newest, in_window, now, at, q)
+    local keep = max(self.limit, in_window + q)
+    local last = at
+    if newest and newest > last then last = newest end
+    local reset = until_(now, last + self.w)
+    return {
+      d = decision(false, self.limit, max(self.limit - in_window - q, 0), ALLOWED, reset),
+      change = { at = at, count = q, keep = keep },
+      expires_at = now + reset,
+    }
+  end
+
+  function Log:survey(log, now)
+    if not log or log.n == 0 then return nil, 0 end
+    return log_get(log, log.n - 1), self:in_window(log, now)
+  end
+
+  function Log:check(log, now, q)
+    local n = log and log.n or 0
+    local in_window = self:in_window(log, now)
+    local dec = self:query(log, now, n, in_window)
+    local done = settled(dec, q)
+    if done then return done end
+    local may_stay = self.limit - q
+    if n > may_stay then
+      local wait = until_(now, log_get(log, n - 1 - may_stay) + self.w)
+      if wait > 0 then
+        dec.blocked, dec.retry = true, wait
+        return unchanged(dec)
       end
     end
-  else
-    call('DEL', key)
+    local newest = nil
+    if n > 0 then newest = log_get(log, n - 1) end
+    return self:appended(newest, in_window, now, now, q)
   end
-end
 
--------------------------------------------------------------------------------
--- The commands (src/rate.rs, src/all.rs, src/concurrency.rs).
-
-local PARAM = 'param' -- an error RL.ALL names the limit of
-
-local function fail_param(message)
-  error(setmetatable({ message = message, kind = PARAM }, Failure), 0)
-end
-
-local function param_number(s, name, lo, hi)
-  local v = integer_in(s, lo, hi)
-  if not v then fail_param(fmt('ERR %s must be an integer from %.0f to %.0f', name, lo, hi)) end
-  return v
-end
-
--- A parameter: a number, a duration in the request's unit, or a number
--- capped by a setting.
-local function parse_param(spec, s, unit)
-  if spec.duration then return param_number(s, spec.name, 1, MAX_PERIOD / unit) * unit end
-  if spec.setting then
-    local ok, v = pcall(capped, s, spec.name, spec.setting)
-    if ok then return v end
-    v.kind = PARAM
-    error(v, 0)
+  function Log:force(log, now, q)
+    local newest, in_window = self:survey(log, now)
+    if in_window + q > MAX_HELD then return nil end
+    return self:appended(newest, in_window, now, now, q)
   end
-  return param_number(s, spec.name, spec.lo, spec.hi)
-end
 
--- How far ahead of now a full burst or an empty bucket reaches, `units *
--- per / count`, at most RANGE.ahead: `units` at most
--- floor(ahead * count / per), shown less `offset` (max_burst is units - 1).
-local function within_ahead(units, per, count, name, offset, formula)
-  local most = muldivmod(RANGE.ahead, count, per)
-  if most and units > most then
-    fail_param(fmt('ERR %s must be an integer from %d to %.0f in the functions edition for this rate (%s at most %.0f microseconds, about 95 years)',
-      name, 1 - offset, most - offset, formula, RANGE.ahead))
+  function Log:reserve(log, now, at, q)
+    local newest, in_window = self:survey(log, now)
+    return self:appended(newest, in_window, now, max(at, now), q)
   end
+
+  function Log:rested_at(log, now)
+    return now + self:check(log, now, 0).d.reset
+  end
+
+  function Log:refund(log, now, q)
+    if not log then return { d = self:check(nil, now, 0).d, give = 'nothing' } end
+    local in_window = self:in_window(log, now)
+    local shed = min(q, in_window)
+    local dec = self:query(log, now, log.n - shed, in_window - shed)
+    if shed == 0 then return { d = dec, give = 'nothing' } end
+    if shed == in_window then return { d = dec, give = 'rested' } end
+    local horizon = nil
+    if now >= self.w then horizon = now - self.w end
+    return { d = dec, give = 'store', change = { newest = shed, horizon = horizon }, expires_at = now + dec.reset }
+  end
+
+  algorithm(4, {
+    word = 'SLIDING_LOG', reserves = true, logs = true,
+    params = { { name = 'limit', setting = 'sliding_log_max_limit' }, { name = 'window', duration = true } },
+    build = function(_, args, from, unit) return setmetatable(log_limiter(args, from, unit), Log) end,
+    plan = function(_, log, change, ms) return plan_log(log, change, ms) end,
+    plan_refund = function(_, log, change, ms) return plan_shed(log, change, ms) end,
+  })
 end
+-- part: sliding_counter
+-- The sliding counter (rl-core/src/sliding_counter.rs): two windows
+-- aligned to the epoch (rl-core/src/window.rs), the previous one weighted.
+do
+  local Counter = {}
+  Counter.__index = Counter
 
-local function value_plan(alg)
-  return function(lim, _, change, ms) return set_plan(alg.encode(lim, change), ms) end
-end
+  function Counter:counts_at(state, now)
+    local w = self.w
+    local current = now - now % w
+    if not state then return current, 0, 0 end
+    local start = state.start - state.start % w
+    local prev, cur = state.prev, state.cur
+    if start ~= state.start then prev, cur = 0, state.cur + state.prev end
+    if start >= current then return start, prev, cur end
+    if start + w == current then return current, cur, 0 end
+    return current, 0, 0
+  end
 
-local ALGORITHMS = {}
+  function Counter:reset(now, start, prev, cur)
+    return counter_reset(self.w, now, start, prev, cur)
+  end
 
-ALGORITHMS[1] = {
-  name = 'rl.gcra', word = 'GCRA', tags = { [71] = true, [103] = true }, reserves = true,
-  params = { { name = 'max_burst', lo = 0, hi = MAX_LIMIT - 1 }, { name = 'count', lo = 1, hi = MAX_LIMIT }, { name = 'period', duration = true } },
-  build = function(v)
-    within_ahead(v[1] + 1, v[3], v[2], 'max_burst', 1, '(max_burst + 1) * period / count')
-    return new_gcra(v[1], v[2], v[3])
-  end,
-  decode = decode_gcra, encode = encode_gcra,
-  adopt = function(lim, raw) return lim:adopt(raw) end,
-}
-ALGORITHMS[2] = {
-  name = 'rl.token_bucket', word = 'TOKEN_BUCKET', tags = { [84] = true }, reserves = true,
-  params = { { name = 'capacity', lo = 1, hi = MAX_LIMIT }, { name = 'refill_count', lo = 1, hi = MAX_LIMIT }, { name = 'refill_period', duration = true } },
-  build = function(v)
-    within_ahead(v[1], v[3], v[2], 'capacity', 0, 'capacity * refill_period / refill_count')
-    return new_bucket(v[1], v[2], v[3])
-  end,
-  decode = decode_bucket, encode = encode_bucket,
-  adopt = function(lim, raw) return lim:adopt(raw) end,
-}
-ALGORITHMS[3] = {
-  name = 'rl.fixed', word = 'FIXED', tags = { [70] = true }, reserves = false,
-  params = { { name = 'limit', lo = 1, hi = MAX_LIMIT }, { name = 'window', duration = true } },
-  build = function(v) return new_fixed(v[1], v[2]) end,
-  decode = decode_fixed, encode = encode_fixed,
-}
-ALGORITHMS[4] = {
-  name = 'rl.sliding_log', word = 'SLIDING_LOG', tags = { [76] = true }, reserves = true, logs = true,
-  params = { { name = 'limit', setting = 'sliding_log_max_limit' }, { name = 'window', duration = true } },
-  build = function(v) return new_log(v[1], v[2]) end,
-  decode = decode_log,
-  plan = function(_, log, change, ms) return plan_log(log, change, ms) end,
-  plan_refund = function(_, log, change, ms) return plan_shed(log, change, ms) end,
-}
-ALGORITHMS[5] = {
-  name = 'rl.sliding_counter', word = 'SLIDING_COUNTER', tags = { [67] = true }, reserves = false,
-  params = { { name = 'limit', lo = 1, hi = MAX_LIMIT }, { name = 'window', duration = true } },
-  build = function(v) return new_counter(v[1], v[2]) end,
-  decode = decode_counter, encode = encode_counter,
-}
+  -- ceil(prev * (W - e) / W): the previous window's weighted share.
+  function Counter:share(prev, elapsed)
+    local q, r = muldivmod(prev, self.w - elapsed, self.w)
+    if r > 0 then q = q + 1 end
+    return q
+  end
 
-local ALGORITHM_OF = {}
-local function init_algorithms()
-  for i = 1, #ALGORITHMS do
-    local alg = ALGORITHMS[i]
-    if alg.encode then
-      alg.plan = value_plan(alg)
-      alg.plan_refund = alg.plan
+  function Counter:elapsed(now, start)
+    local e = 0
+    if now > start then e = now - start end
+    return min(e, self.w)
+  end
+
+  function Counter:check(state, now, q)
+    local start, prev, cur = self:counts_at(state, now)
+    local limit = self.limit
+    local elapsed = self:elapsed(now, start)
+    local share = self:share(prev, elapsed)
+    local free = max(limit - share, 0)
+    local function remaining_with(c) return min(max(free - c, 0), limit) end
+    local dec = decision(false, limit, remaining_with(cur), ALLOWED, self:reset(now, start, prev, cur))
+    local done = settled(dec, q)
+    if done then return done end
+    if start > MAX_WINDOW_START then
+      dec.blocked, dec.retry = true, NEVER
+      return unchanged(dec)
     end
-    ALGORITHM_OF[alg.word] = alg
-    alg.kept = { [1000000] = {}, [1000] = {} }
+    if share + cur + q > limit then
+      dec.blocked = true
+      dec.retry = until_(now, counter_next_fit(self, start, elapsed, prev, cur, q))
+      return unchanged(dec)
+    end
+    local reset = self:reset(now, start, prev, cur + q)
+    return {
+      d = decision(false, limit, remaining_with(cur + q), ALLOWED, reset),
+      change = { start = start, prev = prev, cur = cur + q },
+      expires_at = now + reset,
+    }
+  end
+
+  function Counter:force(state, now, q)
+    local start, prev, cur = self:counts_at(state, now)
+    cur = cur + q
+    if cur > MAX_HELD or prev > MAX_HELD or start > MAX_WINDOW_START then return nil end
+    local reset = self:reset(now, start, prev, cur)
+    local share = self:share(prev, self:elapsed(now, start))
+    return {
+      d = decision(false, self.limit, max(self.limit - share - cur, 0), ALLOWED, reset),
+      change = { start = start, prev = prev, cur = cur },
+      expires_at = now + reset,
+    }
+  end
+
+  function Counter:rested_at(state, now)
+    return now + self:check(state, now, 0).d.reset
+  end
+
+  function Counter:refund(state, now, q)
+    local start, prev, cur = self:counts_at(state, now)
+    local from_cur = min(q, cur)
+    local from_prev = min(q - from_cur, prev)
+    local p, c = prev - from_prev, cur - from_cur
+    if q == 0 or prev + cur == 0 or start > MAX_WINDOW_START then return refunded(self, state, now, 'same') end
+    if p + c == 0 then return refunded(self, state, now, 'rested') end
+    return refunded(self, state, now, 'store', { start = start, prev = p, cur = c })
+  end
+
+  algorithm(5, {
+    word = 'SLIDING_COUNTER', reserves = false,
+    params = { { name = 'limit', lo = 1, hi = MAX_LIMIT }, { name = 'window', duration = true } },
+    build = function(_, args, from, unit) return setmetatable(counter_limiter(args, from, unit), Counter) end,
+  })
+end
+-- part: concurrency
+-- Concurrency (rl-core/src/concurrency.rs): leases of units, each with a
+-- deadline; their ids derive from the server's clock (`codec_concurrency`).
+local Leases = {}
+Leases.__index = Leases
+
+local function new_leases(limit, timeout)
+  return setmetatable({ limit = limit, timeout = timeout }, Leases)
+end
+
+-- When a key whose latest deadline is `latest` and last id `last` stops
+-- mattering: no earlier than the instant after its last id, so that an id
+-- derived from the clock never repeats.
+local function lease_expiry(latest, last)
+  return max(latest, last + 1)
+end
+
+function Leases:acquire(view, now, q)
+  local held, latest, expired = 0, now, 0
+  local live = {}
+  for _, l in ipairs(leases_of(view)) do
+    if now < l.deadline then
+      held = held + l.units
+      latest = max(latest, l.deadline)
+      live[#live + 1] = l
+    else
+      expired = expired + 1
+    end
+  end
+  local dec = decision(false, self.limit, max(self.limit - held, 0), ALLOWED, latest - now)
+  if q == 0 then return { d = dec } end
+  if q > self.limit then
+    dec.blocked, dec.retry = true, NEVER
+    return { d = dec }
+  end
+  if held + q > self.limit then
+    sort(live, function(a, b)
+      if a.deadline ~= b.deadline then return a.deadline < b.deadline end
+      return a.units < b.units
+    end)
+    local wait, left = 0, held
+    for _, l in ipairs(live) do
+      left = left - l.units
+      if left + q <= self.limit then
+        wait = l.deadline - now
+        break
+      end
+    end
+    dec.blocked, dec.retry = true, wait
+    return { d = dec }
+  end
+  local last = view and view.last or 0
+  local id = max(now, last + 1)
+  local deadline = now + self.timeout
+  latest = max(latest, deadline)
+  dec.remaining = self.limit - held - q
+  dec.reset = latest - now
+  return {
+    d = dec,
+    lease = id,
+    update = { now = now, acquired = { id = id, deadline = deadline, units = q }, last = id, expired = expired,
+      expires_at = lease_expiry(latest, id) },
+  }
+end
+
+-- The update that keeps the live leases at `now` less `released`, with
+-- `renewed` ({id, deadline}).
+local function lease_update(view, now, released, renewed)
+  local expired, latest, any = 0, 0, false
+  for _, l in ipairs(leases_of(view)) do
+    if now >= l.deadline then
+      expired = expired + 1
+    elseif l.id ~= released then
+      local deadline = l.deadline
+      if renewed and renewed.id == l.id then deadline = renewed.deadline end
+      latest = max(latest, deadline)
+      any = true
+    end
+  end
+  local last = view.last
+  local expires_at = nil
+  if any then
+    expires_at = lease_expiry(latest, last)
+  elseif last >= now then
+    expires_at = lease_expiry(now, last)
+  end
+  return { now = now, released = released, renewed = renewed, last = last, expired = expired, expires_at = expires_at }
+end
+
+local function find_live(view, now, id)
+  if not view or not id then return nil end
+  for _, l in ipairs(leases_of(view)) do
+    if l.id == id and now < l.deadline then return l end
+  end
+  return nil
+end
+-- part: request
+-- One limit's judgement of a request (rl-core/src/request.rs): what to
+-- answer, what it grants, its earliest instant and what to store.
+
+-- A forced request that would hold more than the module allows.
+local OVERDRAWN = {}
+local judge
+do
+  local NOTHING = { kind = 'nothing' }
+
+  local function record_effect(outcome)
+    if outcome.change then return { kind = 'record', change = outcome.change, expires_at = outcome.expires_at } end
+    return NOTHING
+  end
+
+  local function verdict(d, granted, earliest, effect)
+    return { d = d, granted = granted, earliest = earliest, effect = effect }
+  end
+
+  local function while_blocked(d, block, now)
+    if block then
+      d.remaining = 0
+      d.reset = max(d.reset, until_(now, block))
+    end
+    return d
+  end
+
+  local function recorded(outcome, block, now, granted, at)
+    return verdict(while_blocked(outcome.d, block, now), granted, at, record_effect(outcome))
+  end
+
+  local function refused(lim, block, now, req, max_wait, delay, rested_at, own)
+    local q = req.q
+    local rests = 0
+    if rested_at then rests = until_(now, rested_at) elseif own then rests = own.d.reset end
+    local remaining = 0
+    if own and not block then remaining = own.d.remaining end
+    local starts = nil
+    if req.block and not block and delay and q > 0 then starts = now + req.block end
+    local retry = NEVER
+    if delay then
+      local wait = delay
+      if starts then wait = max(delay, req.block) end
+      retry = max(wait - max_wait, 0)
+    end
+    local ends = starts or block
+    local reset = rests
+    if ends then reset = max(rests, until_(now, ends)) end
+    if q == 0 and not block then retry = ALLOWED end
+    if starts then remaining = 0 end
+    local effect = NOTHING
+    if starts then effect = { kind = 'block', ends = starts, expires_at = max(now + rests, starts) } end
+    local earliest = nil
+    if delay then earliest = now + delay end
+    return verdict(decision(q > 0 or block ~= nil, lim.limit, remaining, retry, reset), 0, earliest, effect)
+  end
+
+  local function decide_wait(lim, state, block, now, req, max_wait, joint, rested_at, own)
+    local q = req.q
+    local left = 0
+    if block then left = until_(now, block) end
+    local delay
+    if not own then
+      if q <= lim.limit then delay = left end
+    else
+      local r = own.d.retry
+      if r == ALLOWED then delay = max(0, left) elseif r ~= NEVER then delay = max(r, left) end
+    end
+    local earliest = nil
+    if delay then earliest = now + delay end
+    if joint and joint.at then delay = until_(now, joint.at) end
+    if delay == 0 and own and not own.d.blocked then
+      local granted = 0
+      if own.change then granted = q end
+      return verdict(own.d, granted, earliest, record_effect(own))
+    end
+    if delay and delay <= max_wait and delay > 0 then
+      local at = now + delay
+      local reserved = lim.reserves and lim:reserve(state, now, at, q)
+      if reserved then
+        local v = recorded(reserved, block, now, q, at)
+        v.d.retry = delay
+        return v
+      end
+      return refused(lim, block, now, req, max_wait, delay, rested_at, nil)
+    end
+    return refused(lim, block, now, req, max_wait, delay, rested_at, own)
+  end
+
+  local function wait(lim, state, block, now, req, max_wait, joint)
+    local rested_at, own = nil, nil
+    if block then rested_at = lim:rested_at(state, now) end
+    if not (block and rested_at <= block) then own = lim:check(state, now, req.q) end
+    return decide_wait(lim, state, block, now, req, max_wait, joint, rested_at, own)
+  end
+
+  local function one_of(req)
+    return { q = 1, mode = req.mode, block = req.block, max_wait = req.max_wait }
+  end
+
+  local function grant_less(lim, state, now, req, wanted)
+    local granted = min(wanted, lim:check(state, now, 0).d.remaining)
+    if granted == 0 then return wait(lim, state, nil, now, one_of(req), 0, nil) end
+    local took = lim:check(state, now, granted)
+    if took.change and not took.d.blocked then return recorded(took, nil, now, granted, now) end
+    return wait(lim, state, nil, now, one_of(req), 0, nil)
+  end
+
+  local function at_most(lim, state, block, now, req, joint)
+    if block then return wait(lim, state, block, now, one_of(req), 0, nil) end
+    local wanted = req.q
+    if joint and joint.grant then wanted = joint.grant end
+    local took = lim:check(state, now, wanted)
+    if took.change and not took.d.blocked then return recorded(took, block, now, wanted, now) end
+    return grant_less(lim, state, now, req, wanted)
+  end
+
+  local function judge_options(lim, state, block, now, req, joint)
+    local q, mode = req.q, req.mode
+    if q == 0 then return wait(lim, state, block, now, req, 0, nil) end
+    if mode == TAKE then return wait(lim, state, block, now, req, 0, joint) end
+    if mode == WAIT then return wait(lim, state, block, now, req, req.max_wait, joint) end
+    if mode == AT_MOST then return at_most(lim, state, block, now, req, joint) end
+    if mode == REFUND then
+      local r = lim:refund(state, now, q)
+      return verdict(while_blocked(r.d, block, now), 0, nil, { kind = 'refund', give = r.give, change = r.change, expires_at = r.expires_at })
+    end
+    local forced = lim:force(state, now, q)
+    if not forced then return OVERDRAWN end
+    return recorded(forced, block, now, q, now)
+  end
+
+  function judge(lim, state, block, now, req, joint)
+    if block and now >= block then block = nil end
+    local q, mode = req.q, req.mode
+    local at_once = mode == TAKE or mode == AT_MOST or mode == WAIT or q == 0
+    if not block and not joint and at_once then
+      local own = lim:check(state, now, q)
+      if not own.d.blocked then
+        local granted = 0
+        if own.change then granted = q end
+        return verdict(own.d, granted, now, record_effect(own))
+      end
+      if q ~= 0 then
+        if mode == AT_MOST then return grant_less(lim, state, now, req, q) end
+        if mode == WAIT then return decide_wait(lim, state, nil, now, req, req.max_wait, nil, nil, own) end
+      end
+      if not req.block then
+        local earliest = nil
+        if own.d.retry >= 0 then earliest = now + own.d.retry end
+        return verdict(own.d, 0, earliest, NOTHING)
+      end
+    end
+    if block and mode == TAKE and not joint then
+      if lim:rested_at(state, now) <= block then
+        local left = until_(now, block)
+        local passes = q <= lim.limit
+        local retry, earliest = NEVER, nil
+        if passes then retry, earliest = left, block end
+        return verdict(decision(true, lim.limit, 0, retry, left), 0, earliest, NOTHING)
+      end
+    end
+    return judge_options(lim, state, block, now, req, joint)
   end
 end
+-- part: store
+-- Reading a limiter's key (src/store.rs, src/codec/mod.rs).
 
 -- The command whose state `body` holds (for the error of another command
 -- on its key).
 local function holder_of(body)
   local tag = byte(body, 1)
-  for i = 1, #ALGORITHMS do
-    local alg = ALGORITHMS[i]
-    if tag and alg.tags[tag] then
-      local st, problem = alg.decode(body)
-      if st or not problem then return alg.name end
+  for i = 1, #STATES do
+    local state = STATES[i]
+    if tag and state.tags[tag] then
+      local st, problem = state.decode(body)
+      if st or not problem then return state.name end
     end
   end
   if tag == 81 then
@@ -1901,6 +2972,14 @@ local function read(key)
   return v or nil
 end
 
+local function clock()
+  local t = call('TIME')
+  return t[1] * 1000000 + t[2]
+end
+-- part: rate
+-- The commands' general path (src/rate.rs): parse every option, read the
+-- key (or take what the one pass read), judge, and plan the write.
+
 -- The block header, and the state after it.
 local function open(alg, key, bytes)
   if not bytes then return { body = '' }, nil end
@@ -1920,490 +2999,6 @@ local function open(alg, key, bytes)
   if problem then state_error(key, alg.name, problem, frame.body) end
   if not st then beyond_state(key, alg.name) end
   return frame, st
-end
-
-local function clock()
-  local t = call('TIME')
-  return t[1] * 1000000 + t[2]
-end
-
--------------------------------------------------------------------------------
--- The plain call in one pass: `params [quantity] [MS]` with parameters seen
--- before (their limiter is kept below), on a state of its usual form without
--- a block. Anything else, and every error, takes the general path, which
--- answers the same (tests/functions.rs compares both with the module, call
--- for call); a call that falls back after reading the key and the clock
--- hands them over, so TIME is still read once.
-
--- (In a block of its own: the library's top level may hold at most 200
--- locals.)
-local plain, keep_limiter, kept_limiter, plain_reply, all_plain
-do
-  -- Decimal strings seen, and their values (false: not a canonical integer).
-  local NUMBERS, numbers_held = {}, 0
-  local function number_of(s)
-    local v = false
-    if #s <= 15 and (find(s, '^[1-9]%d*$') or s == '0') then v = s + 0 end
-    if numbers_held >= 4096 then NUMBERS, numbers_held = {}, 0 end
-    NUMBERS[s], numbers_held = v, numbers_held + 1
-    return v
-  end
-
-  -- The quantity and the unit of `[quantity] [MS]` after n parameters, or
-  -- of `quantity REFUND [MS]` with a third value, true; nil for anything
-  -- else.
-  function plain(args, n)
-    local m = #args
-    if m == n then return 1, 1000000 end
-    if m < n or m > n + 3 then return nil end
-    local a = args[n + 1]
-    if m == n + 1 and (a == 'MS' or a == 'ms') then return 1, 1000 end
-    local q = NUMBERS[a]
-    if q == nil then q = number_of(a) end
-    if not q or q > MAX_QUANTITY then return nil end
-    if m == n + 1 then return q, 1000000 end
-    a = args[n + 2]
-    if m == n + 2 and (a == 'MS' or a == 'ms') then return q, 1000 end
-    if a ~= 'REFUND' and a ~= 'refund' then return nil end
-    if m == n + 2 then return q, 1000000, true end
-    a = args[n + 3]
-    if a == 'MS' or a == 'ms' then return q, 1000, true end
-    return nil
-  end
-
-  -- The limiters built by the general path, by algorithm, unit and parameter
-  -- strings (at most 1024, then forgotten all at once).
-  local kept_held = 0
-  function keep_limiter(alg, unit, args, from, lim)
-    if kept_held >= 1024 then
-      for i = 1, #ALGORITHMS do ALGORITHMS[i].kept = { [1000000] = {}, [1000] = {} } end
-      kept_held = 0
-    end
-    local t = alg.kept[unit]
-    local n = #alg.params
-    for i = from, from + n - 2 do
-      local s = args[i]
-      local next_t = t[s]
-      if not next_t then
-        next_t = {}
-        t[s] = next_t
-      end
-      t = next_t
-    end
-    t[args[from + n - 1]] = lim
-    kept_held = kept_held + 1
-  end
-
-  function kept_limiter(alg, unit, args, from)
-    local t = alg.kept[unit][args[from]]
-    if not t then return nil end
-    t = t[args[from + 1]]
-    if t and #alg.params == 3 then t = t[args[from + 2]] end
-    return t
-  end
-
-  -- Each algorithm's plain decision at `now` on the stored bytes: blocked (0
-  -- or 1), remaining, retry (µs; -1 allowed, -2 never), reset (µs), and for
-  -- a write its value and absolute expiry (ms); nil where the general path
-  -- must answer (another form of state, a block, a range to report).
-
-  do
-    -- floor(x * d / T) and the rest, for the GCRA's intervals: inline while
-    -- x * d stays below 2^52, else muldivmod.
-    local function per_interval(du, df, d, T)
-      local x = du * d
-      local k, r
-      if x < TWO52 then
-        -- (x % T is x - floor(x / T) * T: one too many T when x / T rounds
-        -- up to a whole number.)
-        r = x % T
-        if r < 0 then r = r + T end
-        k = (x - r) / T
-      else
-        k, r = muldivmod(du, d, T)
-      end
-      r = r + df
-      if r >= T then k = k + floor(r / T) end
-      return k
-    end
-
-    -- Requests that fit between an instant and the horizon (Gcra:free).
-    local function gcra_room(hu, hf, u, f, d, T, limit)
-      if hu > u or (hu == u and hf > f) then
-        local du, df = hu - u, hf - f
-        if df < 0 then du, df = du - 1, df + d end
-        return min(per_interval(du, df, d, T), limit)
-      end
-      return 0
-    end
-
-    local function gcra_fast(lim, bytes, now, q, refund)
-      local d, T, limit = lim.d, lim.T, lim.limit
-      local tu, tf = now, 0
-      local stored = false
-      if bytes then
-        if #bytes ~= 9 then return nil end
-        local tag, lo, hi = unpack('<BI4I4', bytes)
-        if tag ~= 71 then return nil end
-        -- (Whole divisions by `%`, exact on these integers below 2^42, and
-        -- cheaper than calls of math.floor.)
-        local hr = hi % TICKS_PER_MICRO
-        local qh = (hi - hr) / TICKS_PER_MICRO
-        local rest = hr * TWO32 + lo
-        local f = rest % TICKS_PER_MICRO
-        local u = qh * TWO32 + (rest - f) / TICKS_PER_MICRO
-        if qh >= 2097152 or u >= RANGE.instant then return nil end
-        if d ~= TICKS_PER_MICRO and f > 0 then
-          -- In this limiter's ticks, rounded up (Gcra:adopt): f * d < 840 * 10^9.
-          local x = f * d
-          local c = floor(x / TICKS_PER_MICRO)
-          if c * TICKS_PER_MICRO < x then c = c + 1 end
-          if c == d then u, f = u + 1, 0 else f = c end
-        end
-        if u > now or (u == now and f > 0) then tu, tf, stored = u, f, true end
-      end
-      local hu, hf = now + lim.tol_u, lim.tol_f
-      if refund and stored and q > 0 then
-        -- Gcra:refund: the TAT less q * T, rested (the key deleted) where
-        -- that is no later than now.
-        local bu, bf
-        if d == 1 then bu, bf = q * T, 0 else bu, bf = muldivmod(q, T, d) end
-        local nu, nf = now, 0
-        if bu then
-          nu, nf = tu - bu, tf - bf
-          if nf < 0 then nu, nf = nu - 1, nf + d end
-        end
-        if not (nu > now or (nu == now and nf > 0)) then
-          -- At rest the room is the limiter's own, whatever now is.
-          local room = lim.rest_room
-          if not room then
-            room = gcra_room(hu, hf, now, 0, d, T, limit)
-            lim.rest_room = room
-          end
-          return 0, room, -1, 0, true
-        end
-        local ends = nu
-        if nf > 0 then ends = nu + 1 end
-        if TICKS_PER_MICRO % d ~= 0 then return nil end
-        local ul = nu % TWO32
-        local low = ul * TICKS_PER_MICRO + nf * (TICKS_PER_MICRO / d)
-        local lo = low % TWO32
-        local value = pack('<BI4I4', 71, lo, (nu - ul) / TWO32 * TICKS_PER_MICRO + (low - lo) / TWO32)
-        return 0, gcra_room(hu, hf, nu, nf, d, T, limit), -1, ends - now, value, ceil_div(ends, 1000)
-      end
-      local reset = tu - now
-      if tf > 0 then reset = reset + 1 end
-      if q == 0 or refund then return 0, gcra_room(hu, hf, tu, tf, d, T, limit), -1, reset end
-      if q > limit then return 1, gcra_room(hu, hf, tu, tf, d, T, limit), -2, reset end
-      local qu, qf
-      if d == 1 then qu, qf = q * T, 0 else qu, qf = muldivmod(q, T, d) end
-      local nu, nf = tu + qu, tf + qf
-      if nf >= d then nu, nf = nu + 1, nf - d end
-      if nu > hu or (nu == hu and nf > hf) then
-        local wu, wf = nu - hu, nf - hf
-        if wf < 0 then wu, wf = wu - 1, wf + d end
-        if wf > 0 then wu = wu + 1 end
-        return 1, gcra_room(hu, hf, tu, tf, d, T, limit), wu, reset
-      end
-      if nu >= RANGE.instant or TICKS_PER_MICRO % d ~= 0 then return nil end
-      local ends = nu
-      if nf > 0 then ends = nu + 1 end
-      local ul = nu % TWO32
-      local low = ul * TICKS_PER_MICRO + nf * (TICKS_PER_MICRO / d)
-      local lo = low % TWO32
-      local value = pack('<BI4I4', 71, lo, (nu - ul) / TWO32 * TICKS_PER_MICRO + (low - lo) / TWO32)
-      return 0, gcra_room(hu, hf, nu, nf, d, T, limit), -1, ends - now, value, ceil_div(ends, 1000)
-    end
-    ALGORITHMS[1].fast = gcra_fast
-    ALGORITHMS[1].fast_refund = true
-  end
-
-  do
-    local TWO48 = 281474976710656
-    local BUCKET = { tok = 0, gr = 0, at = 0 } -- a state for Bucket.level_at, reused
-    local bucket_level, bucket_to_full, bucket_time_for = Bucket.level_at, Bucket.to_full, Bucket.time_for
-
-    local function bucket_fast(lim, bytes, now, q)
-      local limit, gpt = lim.limit, lim.gpt
-      local tok, gr = limit, 0
-      if bytes then
-        if #bytes ~= 28 then return nil end
-        local tag, alo, ahi, sgpt, l0, l1, h0, h1 = unpack('<BI4I4I7I4I2I4I2', bytes)
-        if tag ~= 84 or sgpt ~= gpt or h1 >= 32768 or ahi >= 2097152 then return nil end
-        local lo48, hi48 = l1 * TWO32 + l0, h1 * TWO32 + h0
-        local mt, r
-        if hi48 == 0 then
-          mt = floor(lo48 / gpt)
-          r = lo48 - mt * gpt
-          if r < 0 then mt, r = mt - 1, r + gpt elseif r >= gpt then mt, r = mt + 1, r - gpt end
-        else
-          local q1, r1 = muldivmod(hi48, TWO48, gpt)
-          if not q1 then return nil end
-          local q2
-          q2, r = divmod_floor(r1 + lo48, gpt)
-          mt = q1 + q2
-        end
-        local at = ahi * TWO32 + alo
-        if mt > MAX_LIMIT or (mt == MAX_LIMIT and r > 0) or at >= RANGE.instant then return nil end
-        BUCKET.tok, BUCKET.gr, BUCKET.at = mt, r, at
-        tok, gr = bucket_level(lim, BUCKET, now)
-      end
-      local remaining = 0
-      if tok > 0 then remaining = min(tok, limit) end
-      local reset = bucket_to_full(lim, tok, gr)
-      if q == 0 then return 0, remaining, -1, reset end
-      if q > limit then return 1, remaining, -2, reset end
-      if tok < q then return 1, remaining, bucket_time_for(lim, q - tok, -gr), reset end
-      local lt = tok - q
-      if now >= RANGE.instant or lt * gpt >= TWO52 then return nil end
-      local full = bucket_to_full(lim, lt, gr)
-      if now + full >= RANGE.instant then return nil end
-      local level = lt * gpt + gr
-      local l48 = level % TWO48
-      local h48 = (level - l48) / TWO48
-      local nlo = now % TWO32
-      local value = pack('<BI4I4I7I4I2I4I2', 84, nlo, (now - nlo) / TWO32, gpt,
-        l48 % TWO32, floor(l48 / TWO32), h48 % TWO32, floor(h48 / TWO32))
-      local left = 0
-      if lt > 0 then left = min(lt, limit) end
-      return 0, left, -1, full, value, ceil_div(now + full, 1000)
-    end
-    ALGORITHMS[2].fast = bucket_fast
-  end
-
-  do
-    local function fixed_fast(lim, bytes, now, q)
-      local w, limit = lim.w, lim.limit
-      local start, used = now - now % w, 0
-      if bytes then
-        if #bytes ~= 12 then return nil end
-        local tag, s, count = unpack('<BI7I4', bytes)
-        if tag ~= 70 or count > MAX_HELD or s >= RANGE.instant then return nil end
-        if s >= start then start, used = s - s % w, count end
-      end
-      local finish = start + w
-      local to_end = 0
-      if finish > now then to_end = finish - now end
-      local reset = to_end
-      if used == 0 then reset = 0 end
-      local remaining = 0
-      if limit > used then remaining = limit - used end
-      if q == 0 then return 0, remaining, -1, reset end
-      if q > limit then return 1, remaining, -2, reset end
-      if used + q > limit then return 1, remaining, to_end, reset end
-      local count = used + q
-      local left = 0
-      if limit > count then left = limit - count end
-      return 0, left, -1, to_end, pack('<BI7I4', 70, start, count), ceil_div(finish, 1000)
-    end
-    ALGORITHMS[3].fast = fixed_fast
-  end
-
-  do
-    local counter_share, counter_reset, counter_next_fit = Counter.share, Counter.reset, Counter.next_fit
-
-    local function counter_fast(lim, bytes, now, q)
-      local w, limit = lim.w, lim.limit
-      local current = now - now % w
-      local start, prev, cur = current, 0, 0
-      if bytes then
-        if #bytes ~= 16 then return nil end
-        local tag, s, p, c = unpack('<BI7I4I4', bytes)
-        if tag ~= 67 or p > MAX_HELD or c > MAX_HELD or s >= RANGE.instant then return nil end
-        local st = s - s % w
-        if st ~= s then p, c = 0, c + p end
-        if st >= current then
-          start, prev, cur = st, p, c
-        elseif st + w == current then
-          prev = c
-        end
-      end
-      local elapsed = 0
-      if now > start then elapsed = min(now - start, w) end
-      local share = counter_share(lim, prev, elapsed)
-      local free = 0
-      if limit > share then free = limit - share end
-      local remaining = 0
-      if free > cur then remaining = min(free - cur, limit) end
-      local reset = counter_reset(lim, now, start, prev, cur)
-      if q == 0 then return 0, remaining, -1, reset end
-      if q > limit then return 1, remaining, -2, reset end
-      if share + cur + q > limit then
-        local at = counter_next_fit(lim, start, elapsed, prev, cur, q)
-        local retry = 0
-        if at > now then retry = at - now end
-        return 1, remaining, retry, reset
-      end
-      cur = cur + q
-      local full = counter_reset(lim, now, start, prev, cur)
-      local left = 0
-      if free > cur then left = min(free - cur, limit) end
-      return 0, left, -1, full, pack('<BI7I4I4', 67, start, prev, cur), ceil_div(now + full, 1000)
-    end
-    ALGORITHMS[5].fast = counter_fast
-  end
-
-  do
-    local ENTRIES = {} -- a log's instants, reused
-
-    local function log_fast(lim, bytes, now, q)
-      local w, limit = lim.w, lim.limit
-      local n = 0
-      if bytes then
-        local len = #bytes
-        if len > WHOLE_VALUE_MAX or len < LOG_HEADER or byte(bytes, 1) ~= 76 or (len - LOG_HEADER) % 8 ~= 0
-          or unpack('<I4', bytes, 2) ~= 0 then
-          return nil
-        end
-        n = (len - LOG_HEADER) / 8
-        local previous = 0
-        for i = 1, n do
-          local v = unpack('<I8', bytes, LOG_HEADER + 1 + (i - 1) * 8)
-          if v < previous or v >= RANGE.instant then return nil end
-          ENTRIES[i], previous = v, v
-        end
-      end
-      local in_window = n
-      if now >= w then
-        in_window = 0
-        for i = n, 1, -1 do
-          if ENTRIES[i] > now - w then in_window = in_window + 1 else break end
-        end
-      end
-      local reset = 0
-      if n > 0 and in_window > 0 and ENTRIES[n] + w > now then reset = ENTRIES[n] + w - now end
-      local remaining = 0
-      if limit > in_window then remaining = limit - in_window end
-      if q == 0 then return 0, remaining, -1, reset end
-      if q > limit then return 1, remaining, -2, reset end
-      local may_stay = limit - q
-      if n > may_stay then
-        local ends = ENTRIES[n - may_stay] + w
-        if ends > now then return 1, remaining, ends - now, reset end
-      end
-      local keep = max(limit, in_window + q)
-      if n > 0 and ENTRIES[n] > now then return nil end -- reservations to keep the newest
-      if n >= keep or q > keep - n or min(n + q, keep) > SETTINGS.sliding_log_max_limit
-        or LOG_HEADER + (n + q) * 8 > WHOLE_VALUE_MAX then
-        return nil
-      end
-      local left = 0
-      if limit > in_window + q then left = limit - in_window - q end
-      local value = rep(u64_bytes(now), q)
-      if bytes then value = bytes .. value else value = 'L\0\0\0\0' .. value end
-      return 0, left, -1, w, value, ceil_div(now + w, 1000)
-    end
-    ALGORITHMS[4].fast = log_fast
-  end
-
-  -- The reply of a plain decision, in `unit`.
-  function plain_reply(limit, blocked, remaining, retry, reset, unit)
-    if retry < 0 then retry = -1 else retry = ceil_div(retry, unit) end
-    -- ceil(reset / unit), inline (see per_interval for `%`).
-    local r = reset % unit
-    if r < 0 then r = r + unit end
-    local up = (reset - r) / unit
-    if r > 0 then up = up + 1 end
-    return { blocked, limit, remaining, retry, up }
-  end
-
-  -- RL.ALL's plain call: every limit's algorithm and parameters seen
-  -- before, `[quantity] [MS]`, keys apart. The keys are read with one MGET;
-  -- a key it answers nil for is absent, unless EXISTS says it holds another
-  -- type (then the general path answers). Scratch lists, reused.
-  local WORD, words_held = {}, 0
-  local ALG, FROM, LIM, BLOCKED, REMAINING, RETRY, RESET, VALUE, MS_AT, ABSENT = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
-  function all_plain(keys, args)
-    local n = #keys
-    if n == 0 or n > 8 or SETTINGS.shadow then return nil end
-    for i = 2, n do
-      local k = keys[i]
-      for j = 1, i - 1 do
-        if keys[j] == k then return nil end
-      end
-    end
-    local at = 1
-    for i = 1, n do
-      local token = args[at]
-      if not token then return nil end
-      local alg = WORD[token]
-      if alg == nil then
-        alg = ALGORITHM_OF[upper(token)] or false
-        if words_held >= 64 then WORD, words_held = {}, 0 end
-        WORD[token], words_held = alg, words_held + 1
-      end
-      if not alg then return nil end
-      ALG[i], FROM[i] = alg, at + 1
-      at = at + 1 + #alg.params
-    end
-    local q, unit, refund = plain(args, at - 1)
-    if not q or refund then return nil end
-    for i = 1, n do
-      -- (kept_limiter, inline)
-      local from = FROM[i]
-      local lim = ALG[i].kept[unit][args[from]]
-      if lim then
-        lim = lim[args[from + 1]]
-        if lim and #ALG[i].params == 3 then lim = lim[args[from + 2]] end
-      end
-      if not lim then return nil end
-      LIM[i] = lim
-    end
-    local values
-    if n == 1 then
-      values = call('MGET', keys[1])
-    elseif n == 2 then
-      values = call('MGET', keys[1], keys[2])
-    else
-      values = call('MGET', spread(keys))
-    end
-    local absent = 0
-    for i = 1, n do
-      if not values[i] then
-        absent = absent + 1
-        ABSENT[absent] = keys[i]
-      end
-    end
-    if absent > 0 and call('EXISTS', spread(ABSENT, absent)) > 0 then return nil end
-    local now = clock()
-    local refused = false
-    for i = 1, n do
-      local blocked, remaining, retry, reset, value, ms = ALG[i].fast(LIM[i], values[i] or nil, now, q)
-      if not blocked then
-        -- The general path, from what was read.
-        local pre = { now = now }
-        for k = 1, n do pre[k] = { bytes = values[k] or nil } end
-        return nil, pre
-      end
-      BLOCKED[i], REMAINING[i], RETRY[i], RESET[i], VALUE[i], MS_AT[i] = blocked, remaining, retry, reset, value, ms
-      if blocked == 1 then refused = true end
-    end
-    -- The binding limit (binding(), on these lists).
-    local best = 1
-    if refused then
-      best = nil
-      for i = 1, n do
-        if BLOCKED[i] == 1 then
-          if not best then
-            best = i
-          else
-            local a, b = RETRY[i], RETRY[best]
-            if b ~= -2 and (a == -2 or a > b) then best = i end
-          end
-        end
-      end
-    else
-      for i = 2, n do
-        if REMAINING[i] < REMAINING[best] then best = i end
-      end
-      for i = 1, n do
-        if VALUE[i] then set_at(keys[i], VALUE[i], MS_AT[i]) end
-      end
-    end
-    local retry, reset = RETRY[best], RESET[best]
-    if retry < 0 then retry = -1 else retry = ceil_div(retry, unit) end
-    return { BLOCKED[best], LIM[best].limit, REMAINING[best], retry, ceil_div(reset, unit), best }
-  end
 end
 
 -- Decide the request on one limit (`e`: its algorithm, limiter, key, frame
@@ -2441,85 +3036,47 @@ local function decide(e, req, joint, now)
   end
 end
 
--- Parse one limit's parameters, read its key, and decide.
-local function limit_of(alg, args, from, req, key, pre)
+-- Parse one limit's parameters, read its key (unless the one pass has:
+-- `read`, and its `bytes`), and open its state.
+local function limit_of(alg, args, from, req, key, read_, bytes)
   if req.mode == WAIT and not alg.reserves then
     fail_param(fmt('ERR WAIT does not work with %s: a window cannot hold a later window\'s requests (WAIT works with RL.GCRA, RL.TOKEN_BUCKET and RL.SLIDING_LOG)',
       upper(alg.name)))
   end
   local values = {}
   for i = 1, #alg.params do values[i] = parse_param(alg.params[i], args[from + i - 1], req.unit) end
-  local lim = alg.build(values)
-  if not kept_limiter(alg, req.unit, args, from) then keep_limiter(alg, req.unit, args, from, lim) end
-  local bytes
-  if pre then bytes = pre.bytes else bytes = read(key) end
+  local lim = alg.build(values, args, from, req.unit)
+  if not read_ then bytes = read(key) end
   local frame, raw = open(alg, key, bytes)
   local state = raw
   if raw and alg.adopt then state = alg.adopt(lim, raw) end
   return { alg = alg, lim = lim, key = key, bytes = bytes, frame = frame, state = state }
 end
 
--- The key of a single-key function: none is the module command without
--- its key (wrong number of arguments), more than one an error of FCALL's.
-local function one_key(keys, fname, command)
-  if #keys == 0 then arity_error(command) end
-  if #keys ~= 1 then
-    fail(fmt('ERR %s takes exactly one key (FCALL %s 1 key ...), got numkeys %d', fname, fname, #keys))
-  end
-  return keys[1]
-end
-
+-- A refusal answered as allowed (the shadow switch).
 local function shadowed(reply)
   reply[1], reply[4] = 0, -1
   return reply
 end
 
-local function rate_command(alg, fname)
-  local fast, n = alg.fast, #alg.params
-  return function(keys, args)
-    -- The plain call first (see "The plain call in one pass").
-    local pre = nil
-    if #keys == 1 and not SETTINGS.shadow then
-      local q, unit, refund = plain(args, n)
-      if refund and not alg.fast_refund then q = nil end
-      -- The kept limiter (kept_limiter, inline).
-      local lim = q and alg.kept[unit][args[1]]
-      if lim then
-        lim = lim[args[2]]
-        if n == 3 and lim then lim = lim[args[3]] end
-      end
-      if lim then
-        local key = keys[1]
-        local bytes = pcall_r('GET', key)
-        -- A string, false (no key), or the error of another type.
-        if not bytes or not bytes.err then
-          bytes = bytes or nil
-          local now = clock()
-          local blocked, remaining, retry, reset, value, ms = fast(lim, bytes, now, q, refund)
-          if blocked then
-            if value == true then
-              call('DEL', key)
-            elseif value then
-              set_at(key, value, ms)
-            end
-            return plain_reply(lim.limit, blocked, remaining, retry, reset, unit)
-          end
-          pre = { bytes = bytes, now = now }
-        end
-      end
-    end
-    local key = one_key(keys, fname, alg.name)
-    if #args < n then arity_error(alg.name) end
-    local req = options(alg.name, args, n + 1, RATE_OPTIONS)
-    local e = limit_of(alg, args, 1, req, key, pre)
-    decide(e, req, nil, pre and pre.now or clock())
-    local reply = five(e.d, req.unit)
-    if req.mode == AT_MOST then reply[6] = e.granted end
-    if e.d.blocked and SETTINGS.shadow then return shadowed(reply) end
-    if e.write then apply(key, e.write, e.bytes) end
-    return reply
-  end
+-- A rate function's call (algorithm `i`); `now`, and the key's `bytes`,
+-- when the one pass has read them.
+function G.rate(i, keys, args, bytes, now)
+  local alg = ALGORITHMS[i]
+  local key = one_key(keys, 'rl_' .. sub(alg.name, 4), alg.name)
+  local n = #alg.params
+  if #args < n then arity_error(alg.name) end
+  local req = options(alg.name, args, n + 1, RATE_OPTIONS)
+  local e = limit_of(alg, args, 1, req, key, now ~= nil, bytes)
+  decide(e, req, nil, now or clock())
+  local reply = five(e.d, req.unit)
+  if req.mode == AT_MOST then reply[6] = e.granted end
+  if e.d.blocked and SETTINGS.shadow then return shadowed(reply) end
+  if e.write then apply(key, e.write, e.bytes) end
+  return reply
 end
+-- part: all
+-- RL.ALL's general path (src/all.rs): several limits, one decision.
 
 -- RL.ALL's binding limit: refused, the refusing one that waits longest
 -- (never counts as longest); else the one with the fewest remaining. Ties:
@@ -2575,9 +3132,9 @@ local function miscounted(tokens, numkeys)
   end
 end
 
-local function all_command(keys, args)
-  local reply, pre = all_plain(keys, args)
-  if reply then return reply end
+-- rl_all's call; the keys' `values` and `now`, when the one pass has
+-- read them.
+function G.all(keys, args, values, now)
   local n = #keys
   if 2 + n + #args < 6 then arity_error('rl.all') end
   if n < 1 or n > MAX_KEYS then bad_number('numkeys', 1, MAX_KEYS) end
@@ -2610,12 +3167,12 @@ local function all_command(keys, args)
   local req = options('rl.all', args, at, RATE_OPTIONS)
   -- Each limit read and judged in turn, as the module does: an error names
   -- the first limit that has one.
-  local now = pre and pre.now or clock()
+  now = now or clock()
   local limits, refused = {}, false
   for i = 1, n do
-    local ok, e = pcall(limit_of, specs[i].alg, args, specs[i].from, req, keys[i], pre and pre[i])
+    local ok, e = pcall(limit_of, specs[i].alg, args, specs[i].from, req, keys[i], values ~= nil, values and values[i] or nil)
     if not ok then
-      if getmetatable(e) == Failure and e.kind == PARAM then
+      if type(e) == 'table' and e.kind == PARAM then
         e.message = fmt('ERR limit %d (%s): %s', i, specs[i].alg.word, sub(e.message, 5))
       end
       error(e, 0)
@@ -2667,6 +3224,8 @@ local function all_command(keys, args)
   end
   return reply
 end
+-- part: leases
+-- The lease commands' general path (src/concurrency.rs).
 
 -- A lease id: a positive 64-bit integer. Past 2^53 it names no lease this
 -- edition can hold (nil), and is still a valid argument.
@@ -2679,8 +3238,10 @@ local function lease_id(s)
   fail('ERR lease must be an integer from 1 to ' .. LEASE_MAX)
 end
 
-local function read_leases(key)
-  local bytes = read(key)
+-- The leases a key holds (unless the one pass has read it: `read_`, and
+-- its `bytes`), and its bytes.
+local function read_leases(key, read_, bytes)
+  if not read_ then bytes = read(key) end
   if not bytes then return nil, nil end
   local view, problem = lease_view(bytes)
   if problem then state_error(key, 'rl.concurrency', problem, bytes) end
@@ -2692,15 +3253,18 @@ local function write_leases(key, view, bytes, update)
   apply(key, plan_leases(view, update), bytes)
 end
 
-local function concurrency_command(keys, args)
+-- rl_concurrency's call; the key's `bytes` and `now`, when the one pass
+-- has read them.
+function G.concurrency(keys, args, bytes, now)
   local key = one_key(keys, 'rl_concurrency', 'rl.concurrency')
   if #args < 2 then arity_error('rl.concurrency') end
   local req = options('rl.concurrency', args, 3, LEASE_OPTIONS)
   local limit = capped(args[1], 'limit', 'concurrency_max_limit')
   local timeout = duration(args[2], 'timeout', 1, req.unit)
   local lim = new_leases(limit, timeout)
-  local view, bytes = read_leases(key)
-  local a = lim:acquire(view, clock(), req.q)
+  local view
+  view, bytes = read_leases(key, bytes ~= nil or now ~= nil, bytes)
+  local a = lim:acquire(view, now or clock(), req.q)
   local reply = five(a.d, req.unit)
   reply[6] = 0
   if a.update and not req.peek then
@@ -2710,52 +3274,10 @@ local function concurrency_command(keys, args)
   return reply
 end
 
--- RL.RELEASE's plain call: a value of at most two leases (written whole,
--- as plan_leases writes it then), read in place. nil where the general path
--- must answer; else the units released, and what was read.
-local function release_plain(key, id)
-  local bytes = pcall_r('GET', key)
-  if not bytes then return 0 end
-  local len = #bytes
-  if bytes.err or len > WHOLE_VALUE_MAX or len < LEASE_HEADER or (len - LEASE_HEADER) % RECORD ~= 0 then return nil end
-  local n = (len - LEASE_HEADER) / RECORD
-  local tag, last, id1, d1, u1, id2, d2, u2 = unpack('<BI8I8I8I4I8I8I4', bytes .. rep('\0', 2 * RECORD - n * RECORD))
-  if tag ~= 81 or last >= TWO53 or id1 >= TWO53 or d1 >= TWO53 or id2 >= TWO53 or d2 >= TWO53 then return nil end
-  if n >= 1 and (id1 == 0 or u1 == 0 or id1 > max(last, n == 2 and id2 or id1)) then return nil end
-  if n == 2 and (id2 <= id1 or u2 == 0) then return nil end
-  last = max(last, n == 2 and id2 or (n == 1 and id1 or last))
-  -- An id of 0 the clock never gives: the general path calls it corrupt.
-  if last == 0 then return nil end
-  local now = clock()
-  -- The lease, live (find_live), and the others kept (lease_update).
-  local units, latest, any, keep = nil, 0, false, ''
-  if n >= 1 and d1 ~= 0 then
-    if id1 == id and now < d1 then units = u1
-    elseif now < d1 then latest, any, keep = max(latest, d1), true, sub(bytes, LEASE_HEADER + 1, LEASE_HEADER + RECORD) end
-  end
-  if n == 2 and d2 ~= 0 then
-    if id2 == id and now < d2 then units = u2
-    elseif now < d2 then latest, any, keep = max(latest, d2), true, keep .. sub(bytes, LEASE_HEADER + RECORD + 1, len) end
-  end
-  if not units then return 0 end
-  local ends = nil
-  if any then ends = max(latest, last + 1) elseif last >= now then ends = max(now, last + 1) end
-  if ends then
-    set_at(key, 'Q' .. u64_bytes(last) .. keep, ceil_div(ends, 1000))
-  else
-    call('DEL', key)
-  end
-  return units
-end
-
-local function release_command(keys, args)
+function G.release(keys, args)
   local key = one_key(keys, 'rl_release', 'rl.release')
   if #args ~= 1 then arity_error('rl.release') end
   local id = lease_id(args[1])
-  if id then
-    local units = release_plain(key, id)
-    if units then return units end
-  end
   local view, bytes = read_leases(key)
   local now = clock()
   local lease = find_live(view, now, id)
@@ -2764,7 +3286,7 @@ local function release_command(keys, args)
   return lease.units
 end
 
-local function renew_command(keys, args)
+function G.renew(keys, args)
   local key = one_key(keys, 'rl_renew', 'rl.renew')
   if #args < 2 then arity_error('rl.renew') end
   local unit = 1000000
@@ -2779,45 +3301,66 @@ local function renew_command(keys, args)
   write_leases(key, view, bytes, lease_update(view, now, nil, { id = id, deadline = now + timeout }))
   return 1
 end
-
--------------------------------------------------------------------------------
--- Registration (functions/generate.py turns each registration below into a
--- standalone script for EVALSHA: keep one per statement)
-
--- Every function runs behind this: the libraries bound on first use, a
--- refusal answered as the module words it, and any other failure as an
--- error that shows no script location.
-local function guarded(body)
-  return function(keys, args)
-    if not floor then
-      bind()
-      init_algorithms()
-    end
-    local ok, result = pcall(body, keys, args)
-    if ok then return result end
-    if getmetatable(result) == Failure then return redis.error_reply(result.message) end
-    if type(result) == 'table' and result.err then return result end
-    -- A server's refusal of a write (out of memory, a read-only replica),
-    -- raised as text by scripts on older servers: its own words.
-    if type(result) == 'string' then
-      local refusal = result:match('OOM command not allowed.*') or result:match('READONLY .*')
-      if refusal then return redis.error_reply((refusal:gsub('%s*script: .*$', ''))) end
-    end
-    return redis.error_reply('ERR internal error in the ratelimit library (the request was not applied)')
+-- part: general_end
+-- Built: from now on `general` answers it.
+general = function() return G end
+return G
+end
+-- part: kept
+-- What a function of the library keeps between calls (a script keeps
+-- nothing: its whole text runs on each call): the limiters it built, by
+-- unit and parameter strings (at most 1024, then forgotten all at once),
+-- and the last expiry it wrote, as text (see `write`).
+local function keep(kept, unit, args, from, n, lim)
+  if kept.held >= 1024 then
+    kept[1000000], kept[1000], kept.held = {}, {}, 0
   end
+  local t = kept[unit]
+  for i = from, from + n - 2 do
+    local s = args[i]
+    local next_t = t[s]
+    if not next_t then
+      next_t = {}
+      t[s] = next_t
+    end
+    t = next_t
+  end
+  t[args[from + n - 1]] = lim
+  kept.held = kept.held + 1
 end
 
-redis.register_function('rl_gcra', guarded(rate_command(ALGORITHMS[1], 'rl_gcra')))
-redis.register_function('rl_token_bucket', guarded(rate_command(ALGORITHMS[2], 'rl_token_bucket')))
-redis.register_function('rl_fixed', guarded(rate_command(ALGORITHMS[3], 'rl_fixed')))
-redis.register_function('rl_sliding_log', guarded(rate_command(ALGORITHMS[4], 'rl_sliding_log')))
-redis.register_function('rl_sliding_counter', guarded(rate_command(ALGORITHMS[5], 'rl_sliding_counter')))
-redis.register_function('rl_all', guarded(all_command))
-redis.register_function('rl_concurrency', guarded(concurrency_command))
-redis.register_function('rl_release', guarded(release_command))
-redis.register_function('rl_renew', guarded(renew_command))
-redis.register_function {
-  function_name = 'rl_version',
-  callback = function() return VERSION end,
-  flags = { 'no-writes', 'allow-stale' },
-}
+local function new_kept()
+  return { [1000000] = {}, [1000] = {}, held = 0, keep = keep }
+end
+-- part: register
+-- The functions, registered (written by functions/build.py from its table
+-- FUNCTIONS): each makes the call its script's last line makes, with what
+-- it keeps between calls.
+do
+  local kept = new_kept()
+  redis.register_function('rl_gcra', function(keys, args) return guard(rate, keys, args, kept, 1, 3, gcra_limiter, gcra_decide) end)
+end
+do
+  local kept = new_kept()
+  redis.register_function('rl_token_bucket', function(keys, args) return guard(rate, keys, args, kept, 2, 3, bucket_limiter, bucket_decide) end)
+end
+do
+  local kept = new_kept()
+  redis.register_function('rl_fixed', function(keys, args) return guard(rate, keys, args, kept, 3, 2, fixed_limiter, fixed_decide) end)
+end
+do
+  local kept = new_kept()
+  redis.register_function('rl_sliding_log', function(keys, args) return guard(rate, keys, args, kept, 4, 2, log_limiter, log_decide) end)
+end
+do
+  local kept = new_kept()
+  redis.register_function('rl_sliding_counter', function(keys, args) return guard(rate, keys, args, kept, 5, 2, counter_limiter, counter_decide) end)
+end
+do
+  local kept = { new_kept(), new_kept(), new_kept(), new_kept(), new_kept() }
+  redis.register_function('rl_all', function(keys, args) return guard(all, keys, args, kept) end)
+end
+redis.register_function('rl_concurrency', function(keys, args) return guard(concurrency, keys, args) end)
+redis.register_function('rl_release', function(keys, args) return guard(release, keys, args) end)
+redis.register_function('rl_renew', function(keys, args) return guard(renew, keys, args) end)
+redis.register_function { function_name = 'rl_version', callback = function() return VERSION end, flags = { 'no-writes', 'allow-stale' } }

@@ -891,22 +891,25 @@ fn every_error_path_answers_alike() {
     );
 }
 
-/// The library's exact arithmetic (its "Exact arithmetic" section, taken
-/// from the source as it is) run by the server's Lua through `EVAL`, with a
+/// The library's exact arithmetic (its parts `exact` and `limbs`, taken from
+/// the library as it is) run by the server's Lua through `EVAL`, with a
 /// harness that applies one helper to each input.
 fn arithmetic_script() -> String {
     let source = common::library_source();
-    let start = source
-        .find("-- Exact arithmetic")
-        .expect("the library's arithmetic section");
-    let end = source
-        .find("-- Errors, as the module words them")
-        .expect("the section after it");
-    let constants: String = source
+    let part = |name: &str| -> String {
+        let marker = format!("-- part: {name}\n");
+        let start = source.find(&marker).unwrap_or_else(|| panic!("the library's part {name}"));
+        let end = source[start + marker.len()..]
+            .find("-- part: ")
+            .map_or(source.len(), |e| start + marker.len() + e);
+        source[start..end].to_string()
+    };
+    let constants: String = part("bounds")
         .lines()
         .filter(|l| l.starts_with("local TWO"))
         .map(|l| format!("{l}\n"))
         .collect();
+    let section = format!("{}{}", part("exact"), part("limbs"));
     format!(
         r#"
 local floor, byte, char, concat = math.floor, string.byte, string.char, table.concat
@@ -970,8 +973,7 @@ while i <= #ARGV do
   end
 end
 return out
-"#,
-        section = &source[start..end]
+"#
     )
 }
 

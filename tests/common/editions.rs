@@ -1,4 +1,4 @@
-//! The module, the library and the generated scripts on one server, side by
+//! The module, the library and its scripts on one server, side by
 //! side: the same call made on each in one `MULTI`/`EXEC` (database 0 for
 //! the module, 1 for the library, 2 for the scripts, the same key names in
 //! each), then each key's bytes and absolute expiry.
@@ -30,7 +30,7 @@ pub struct SideBySide {
     /// editions' databases (where calls are not at one instant, their
     /// states would drift apart by the microseconds between them).
     sync: bool,
-    /// The SHA1 of each generated script.
+    /// The SHA1 of each script.
     shas: HashMap<String, String>,
     /// How far [`SideBySide::effects`] has read the AOF, and the database
     /// its last `SELECT` named.
@@ -63,10 +63,10 @@ pub struct Outcome {
 
 impl SideBySide {
     /// A server with the module, the library (`library`: its source) and
-    /// the generated scripts. `None` in a run of another edition (these
-    /// tests need the module, and run in its run), and on a server without
-    /// Functions (Redis 6.x: there the scripts edition runs the whole
-    /// suite on its own, `RL_EDITION=scripts`).
+    /// the scripts of the library in the repository. `None` in a run of
+    /// another edition (these tests need the module, and run in its run),
+    /// and on a server without Functions (Redis 6.x: there the scripts
+    /// edition runs the whole suite on its own, `RL_EDITION=scripts`).
     pub fn start(library: &str) -> Option<SideBySide> {
         if edition() != Edition::Module || !tested().has_functions() {
             return None;
@@ -91,15 +91,7 @@ impl SideBySide {
             .query(&mut con)
             .expect("FUNCTION LOAD");
         let mut shas = HashMap::new();
-        let dir = super::repo().join("functions/scripts");
-        for entry in std::fs::read_dir(&dir).expect("functions/scripts") {
-            let path = entry.expect("a script").path();
-            let name = path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or_default()
-                .to_string();
-            let body = std::fs::read_to_string(&path).expect("a script's text");
+        for (name, body) in super::scripts() {
             let sha: String = redis::cmd("SCRIPT")
                 .arg("LOAD")
                 .arg(body)
@@ -171,7 +163,7 @@ impl SideBySide {
         let mut out: Vec<Vec<u8>> = if e == 1 {
             vec![b"FCALL".to_vec(), function.clone().into_bytes()]
         } else {
-            let sha = self.shas.get(&function).expect("a generated script per function");
+            let sha = self.shas.get(&function).expect("a script per function");
             vec![b"EVALSHA".to_vec(), sha.clone().into_bytes()]
         };
         if function != "rl_all" {

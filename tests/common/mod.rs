@@ -7,8 +7,9 @@
 //! - `RL_EDITION`: which edition answers the rate and lease commands:
 //!   `module` (the default), `functions` (the library of
 //!   `functions/ratelimit.lua`, on a server without the module: every
-//!   `RL.*` command a test sends goes as `FCALL rl_*`) or `scripts` (the
-//!   generated `functions/scripts/*.lua`, through `EVALSHA`). Tests about
+//!   `RL.*` command a test sends goes as `FCALL rl_*`) or `scripts` (each
+//!   function's standalone script, derived from the library by
+//!   [`scripts_of`], through `EVALSHA`). Tests about
 //!   the module itself (INFO, CONFIG, COMMAND DOCS, module arguments) run
 //!   on the module alone: they start with `if common::module_only() {
 //!   return; }`.
@@ -56,7 +57,57 @@ pub fn library_source() -> String {
     std::fs::read_to_string(repo().join("functions/ratelimit.lua")).expect("functions/ratelimit.lua")
 }
 
-/// The function (and generated script) of a module command: `rl_gcra` for
+/// Each function's standalone script, derived from the library's text by
+/// the rule of docs/functions.md ("Deriving the scripts from the library"),
+/// as functions/build.py derives them: the header (the lines before the
+/// first `-- part: NAME` line) has a line `-- script NAME: PRELUDE | PARTS |
+/// LAST` per function; a part is its `-- part:` line and the lines after it
+/// up to the next; a script is PRELUDE, a newline, each part PARTS names (in
+/// turn, names apart by spaces), then LAST and a newline.
+pub fn scripts_of(library: &str) -> Vec<(String, String)> {
+    let mut parts: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
+    let mut recipes: Vec<(&str, &str, &str, &str)> = Vec::new();
+    let mut current: Option<&str> = None;
+    for line in library.split_inclusive('\n') {
+        if let Some(name) = line.strip_prefix("-- part: ") {
+            let name = name.trim();
+            parts.insert(name, String::new());
+            current = Some(name);
+        }
+        match current {
+            Some(name) => parts.get_mut(name).expect("the part").push_str(line),
+            None => {
+                if let Some(recipe) = line.strip_prefix("-- script ") {
+                    let (name, recipe) = recipe.trim_end().split_once(": ").expect("`-- script NAME: ...`");
+                    let fields: Vec<&str> = recipe.split(" | ").collect();
+                    let [prelude, names, last] = fields[..] else {
+                        panic!("a script's line of three fields: {recipe}");
+                    };
+                    recipes.push((name, prelude, names, last));
+                }
+            }
+        }
+    }
+    recipes
+        .into_iter()
+        .map(|(name, prelude, names, last)| {
+            let mut script = format!("{prelude}\n");
+            for part in names.split(' ') {
+                script.push_str(parts.get(part).unwrap_or_else(|| panic!("{name}: no part {part}")));
+            }
+            script.push_str(last);
+            script.push('\n');
+            (name.to_string(), script)
+        })
+        .collect()
+}
+
+/// The scripts of the library as it is in the repository.
+pub fn scripts() -> Vec<(String, String)> {
+    scripts_of(&library_source())
+}
+
+/// The function (and script) of a module command: `rl_gcra` for
 /// `RL.GCRA`; `None` for anything else.
 pub fn function_of(command: &str) -> Option<String> {
     let lower = command.to_ascii_lowercase();
@@ -75,11 +126,11 @@ pub fn function_of(command: &str) -> Option<String> {
     NAMES.contains(&name).then(|| format!("rl_{name}"))
 }
 
-/// The SHA1 of each generated script, as `SCRIPT LOAD` answered it.
+/// The SHA1 of each script, as `SCRIPT LOAD` answered it.
 static SHAS: OnceLock<std::collections::HashMap<String, String>> = OnceLock::new();
 
 /// Load the edition under test into a server started without the module:
-/// the library, or every generated script.
+/// the library, or every script.
 pub fn load_edition(con: &mut redis::Connection) {
     match edition() {
         Edition::Module => {}
@@ -92,16 +143,8 @@ pub fn load_edition(con: &mut redis::Connection) {
                 .expect("FUNCTION LOAD of functions/ratelimit.lua");
         }
         Edition::Scripts => {
-            let dir = repo().join("functions/scripts");
             let mut shas = std::collections::HashMap::new();
-            for entry in std::fs::read_dir(&dir).expect("functions/scripts") {
-                let path = entry.expect("a script").path();
-                let name = path
-                    .file_stem()
-                    .and_then(|s| s.to_str())
-                    .unwrap_or_default()
-                    .to_string();
-                let body = std::fs::read_to_string(&path).expect("a script's text");
+            for (name, body) in scripts() {
                 let sha: String = redis::cmd("SCRIPT")
                     .arg("LOAD")
                     .arg(body)
@@ -132,7 +175,7 @@ pub fn translate(args: &[&str]) -> Vec<String> {
             let sha = SHAS
                 .get()
                 .and_then(|m| m.get(&function))
-                .unwrap_or_else(|| panic!("no generated script for {function}: was the edition loaded?"));
+                .unwrap_or_else(|| panic!("no script for {function}: was the edition loaded?"));
             vec!["EVALSHA".into(), sha.clone()]
         }
     };
@@ -460,8 +503,7 @@ pub fn aof_commands(aof: &[u8]) -> String {
         Edition::Module => return text,
         Edition::Functions => text = text.replace(&library_source().to_lowercase(), ""),
         Edition::Scripts => {
-            for entry in std::fs::read_dir(repo().join("functions/scripts")).expect("functions/scripts") {
-                let script = std::fs::read_to_string(entry.expect("a script").path()).expect("a script");
+            for (_, script) in scripts() {
                 text = text.replace(&script.to_lowercase(), "");
             }
         }

@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Bundle functions/src/*.lua into the functions edition.
+
+    python3 functions/build.py            write functions/ratelimit.lua
+    python3 functions/build.py --check    fail when functions/ratelimit.lua is stale
+    python3 functions/build.py --out DIR  write the library and every script into DIR
+
+The library (functions/ratelimit.lua, the one file users FUNCTION LOAD) is
+its header, then each part of functions/src/, in the order of PARTS, after
+a line `-- part: NAME`, then the registration, written here from FUNCTIONS.
+The header says, per function, what its standalone script (for EVALSHA)
+holds: a prelude, the parts it needs, in order, and a last line. So the
+scripts come from the library's text alone, by the rule that
+`scripts_from_library` implements (docs/functions.md, "Deriving the scripts
+from the library"), and are not kept in the repository.
+
+Why the parts are laid out as they are:
+
+- A script's whole text runs on every EVALSHA: each function it defines at
+  its top level costs each call an allocation, and each local that such a
+  function uses, another. So the parts a call in one pass needs are few,
+  small and first (`settings` to `plain_leases`), and everything else (every
+  option, every form of state, every error) is the general path: the parts
+  from `general` to `general_end`, the body of one function, built on the
+  first call that needs it (once in the library; in a script, only by a
+  call that takes that path).
+- Lua 5.1 allows 200 locals in a function. Each part of the general path
+  keeps its helpers local to a block of its own and declares before it only
+  what later parts use: the library's top level holds the one-pass parts'
+  names, and the general path's function the parts' exports, each well
+  under the limit (the tests compile the library with Lua 5.1).
+"""
+import argparse
+import pathlib
+import re
+import sys
+from dataclasses import dataclass
+
+HERE = pathlib.Path(__file__).resolve().parent
+SRC = HERE / "src"
+LIBRARY = HERE / "ratelimit.lua"
+
+# The parts, in the library's order.
+PARTS = [
+    # What a call in one pass needs: the top level of every script.
+    "settings", "version", "base", "exact", "plain",
+    "plain_gcra", "plain_token_bucket", "plain_fixed", "plain_sliding_log", "plain_sliding_counter",
+    "plain_rate", "plain_all", "plain_leases",
+    # The general path: the body of `general`, built on first use.
+    "general", "bounds", "errors", "limbs", "args", "options", "decision",
+    "codec", "codec_gcra", "codec_token_bucket", "codec_fixed_window", "codec_sliding_log",
+    "codec_sliding_counter", "codec_concurrency",
+    "writes", "frame", "algorithms",
+    "gcra", "token_bucket", "fixed_window", "sliding_log", "sliding_counter", "concurrency",
+    "request", "store", "rate", "all", "leases", "general_end",
+    # The library's alone: what its functions keep between calls.
+    "kept",
+]
+
+# The line a script starts with: Redis 6.x replicates a script verbatim
+# unless told to replicate its effects, and a script that reads TIME may only
+# write when its effects are replicated (Redis 7.0 and later always do).
+PRELUDE = "redis.replicate_commands()"
+
+# What every script of a function with a general path holds.
+ONE_PASS = ["settings", "base", "exact", "plain"]
+GENERAL = [
+    "general", "bounds", "errors", "limbs", "args", "options", "decision",
+    "codec", "codec_gcra", "codec_token_bucket", "codec_fixed_window", "codec_sliding_log",
+    "codec_sliding_counter", "codec_concurrency", "writes",
+]
+RATE_GENERAL = GENERAL + ["frame", "algorithms"]
+ALGORITHMS = ["gcra", "token_bucket", "fixed_window", "sliding_log", "sliding_counter"]
+
+
+@dataclass
+class Function:
+    """A function of the library: the parts its script holds, and the call
+    that answers it, with {keys}, {args} and {kept} for what the library and
+    a script pass (KEYS, ARGV and nil in a script: it keeps nothing)."""
+
+    name: str
+    parts: list
+    call: str
+    # What the library's function keeps between calls (a Lua expression),
+    # or None.
+    kept: str = None
+    flags: tuple = ()
+
+
+def rate_function(name, one_pass, algorithm, number, params, plain):
+    return Function(
+        name,
+        ONE_PASS + [one_pass, "plain_rate"] + RATE_GENERAL + [algorithm, "request", "store", "rate", "general_end"],
+        f"guard(rate, {{keys}}, {{args}}, {{kept}}, {number}, {params}, {plain}_limiter, {plain}_decide)",
+        kept="new_kept()",
+    )
+
+
+LEASES = ONE_PASS + ["plain_leases"] + GENERAL + ["concurrency", "store", "leases", "general_end"]
+
+FUNCTIONS = [
+    rate_function("rl_gcra", "plain_gcra", "gcra", 1, 3, "gcra"),
+    rate_function("rl_token_bucket", "plain_token_bucket", "token_bucket", 2, 3, "bucket"),
+    rate_function("rl_fixed", "plain_fixed", "fixed_window", 3, 2, "fixed"),
+    rate_function("rl_sliding_log", "plain_sliding_log", "sliding_log", 4, 2, "log"),
+    rate_function("rl_sliding_counter", "plain_sliding_counter", "sliding_counter", 5, 2, "counter"),
+    Function(
+        "rl_all",
+        ONE_PASS + [f"plain_{a}" for a in ["gcra", "token_bucket", "fixed", "sliding_log", "sliding_counter"]]
+        + ["plain_all"] + RATE_GENERAL + ALGORITHMS + ["request", "store", "rate", "all", "general_end"],
+        "guard(all, {keys}, {args}, {kept})",
+        # Each algorithm's limiters, by its number.
+        kept="{ new_kept(), new_kept(), new_kept(), new_kept(), new_kept() }",
+    ),
+    Function("rl_concurrency", LEASES, "guard(concurrency, {keys}, {args})"),
+    Function("rl_release", LEASES, "guard(release, {keys}, {args})"),
+    Function("rl_renew", LEASES, "guard(renew, {keys}, {args})"),
+    Function("rl_version", ["version"], "VERSION", flags=("no-writes", "allow-stale")),
+]
+
+MARKER = "-- part: "
+SCRIPT = "-- script "
+
+
+def header():
+    lines = [
+        "#!lua name=ratelimit",
+        "-- redis-ratelimit, the functions edition (SPEC 17): the module's commands as",
+        "-- a Redis Functions library, for servers that load no module.",
+        "--",
+        '--   FUNCTION LOAD REPLACE "$(cat functions/ratelimit.lua)"',
+        "--   FCALL rl_gcra 1 user:42 9 10 1 MS WAIT 500",
+        "--",
+        "-- Every function takes the module command's arguments after its key(s) and",
+        "-- answers exactly what the module answers; the state of each limiter is the",
+        "-- module's own bytes, so a key moves between editions unchanged. The",
+        "-- settings are the table of the part `settings`, below.",
+        "--",
+        "-- Written by functions/build.py from functions/src/ (edit those, then run",
+        "-- python3 functions/build.py): each part below is the file of its name",
+        "-- there, after a line `-- part: NAME`.",
+        "--",
+        "-- Each function's standalone script, for EVALSHA where FCALL is missing",
+        "-- (docs/functions.md, \"Deriving the scripts from the library\"), is the",
+        "-- prelude its line below gives, then each part it names, in order (each",
+        "-- from its `-- part:` line to the next), then its last line:",
+        "-- `-- script NAME: PRELUDE | PARTS | LAST LINE`.",
+    ]
+    for f in FUNCTIONS:
+        lines.append(f"{SCRIPT}{f.name}: {PRELUDE} | {' '.join(f.parts)} | return {script_call(f)}")
+    return "\n".join(lines) + "\n"
+
+
+def script_call(f):
+    return f.call.format(keys="KEYS", args="ARGV", kept="nil")
+
+
+def registration():
+    lines = [
+        f"{MARKER}register",
+        "-- The functions, registered (written by functions/build.py from its table",
+        "-- FUNCTIONS): each makes the call its script's last line makes, with what",
+        "-- it keeps between calls.",
+    ]
+    for f in FUNCTIONS:
+        if f.flags:
+            flags = ", ".join(f"'{flag}'" for flag in f.flags)
+            callback = f"function() return {f.call} end"
+            lines.append(
+                f"redis.register_function {{ function_name = '{f.name}', callback = {callback}, flags = {{ {flags} }} }}"
+            )
+            continue
+        call = f.call.format(keys="keys", args="args", kept="kept")
+        register = f"redis.register_function('{f.name}', function(keys, args) return {call} end)"
+        if f.kept:
+            lines += ["do", f"  local kept = {f.kept}", f"  {register}", "end"]
+        else:
+            lines.append(register)
+    return "\n".join(lines) + "\n"
+
+
+def read_part(name):
+    path = SRC / f"{name}.lua"
+    text = path.read_text()
+    if not text.endswith("\n") or text.endswith("\n\n"):
+        sys.exit(f"{path}: end it with exactly one newline")
+    for line in text.splitlines():
+        if line.startswith(MARKER):
+            sys.exit(f"{path}: a line may not start with {MARKER!r} (it would start a part)")
+    return text
+
+
+def library():
+    """The library's text, from the parts."""
+    known = {p.stem for p in SRC.glob("*.lua")}
+    if set(PARTS) != known:
+        sys.exit(f"functions/src and PARTS differ: {sorted(known ^ set(PARTS))}")
+    for f in FUNCTIONS:
+        order = [PARTS.index(p) for p in f.parts if p in PARTS]
+        if len(order) != len(f.parts) or order != sorted(order) or len(set(f.parts)) != len(f.parts):
+            sys.exit(f"{f.name}: its parts must be parts of the library, each once, in the library's order")
+    out = [header()]
+    for name in PARTS:
+        out.append(f"{MARKER}{name}\n{read_part(name)}")
+    out.append(registration())
+    return "".join(out)
+
+
+def scripts_from_library(text):
+    """Each function's script, from the library's text (the rule of
+    docs/functions.md, "Deriving the scripts from the library").
+
+    The header is the lines before the first part line (a line that starts
+    with '-- part: '); a part is its line and the lines after it up to the
+    next part line. A header line '-- script NAME: PRELUDE | PARTS | LAST'
+    gives function NAME's script: PRELUDE, a newline, each part of PARTS
+    (names apart by spaces) in turn, then LAST and a newline.
+    """
+    parts, recipes, current = {}, {}, None
+    for line in text.splitlines(keepends=True):
+        if line.startswith(MARKER):
+            current = line[len(MARKER):].strip()
+            parts[current] = []
+        if current is not None:
+            parts[current].append(line)
+        elif line.startswith(SCRIPT):
+            name, _, recipe = line[len(SCRIPT):].rstrip("\n").partition(": ")
+            recipes[name] = recipe.split(" | ")
+    scripts = {}
+    for name, (prelude, names, last) in recipes.items():
+        scripts[name] = prelude + "\n" + "".join("".join(parts[p]) for p in names.split(" ")) + last + "\n"
+    return scripts
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Bundle functions/src into the functions edition.")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--check", action="store_true", help="fail when functions/ratelimit.lua is stale")
+    group.add_argument("--out", metavar="DIR", help="write ratelimit.lua and a script per function into DIR")
+    args = parser.parse_args(argv)
+    text = library()
+    if args.check:
+        if not LIBRARY.exists() or LIBRARY.read_text() != text:
+            sys.exit("functions/ratelimit.lua is not current: run python3 functions/build.py")
+        print("functions/ratelimit.lua: current")
+        return
+    if args.out:
+        out = pathlib.Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "ratelimit.lua").write_text(text)
+        scripts = scripts_from_library(text)
+        for name, script in scripts.items():
+            (out / f"{name}.lua").write_text(script)
+        print(f"{out}: ratelimit.lua and {len(scripts)} scripts")
+        return
+    LIBRARY.write_text(text)
+    print(f"functions/ratelimit.lua: {len(text.splitlines())} lines from {len(PARTS)} parts")
+
+
+if __name__ == "__main__":
+    main()

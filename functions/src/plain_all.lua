@@ -1,0 +1,146 @@
+-- RL.ALL in one pass: every limit's algorithm and parameters, then
+-- `[quantity] [MS]`, at most 8 keys and all apart. The keys are read with
+-- one MGET; a key it answers nil for is absent, unless EXISTS says it holds
+-- another type (then the general path answers).
+
+-- The algorithm a limit names: its number (the general path's ALGORITHMS),
+-- its parameters' count and its one-pass functions; nil for another word.
+local function plain_algorithm(word)
+  for _ = 1, 2 do
+    if word == 'GCRA' then return 1, 3, gcra_limiter, gcra_decide end
+    if word == 'TOKEN_BUCKET' then return 2, 3, bucket_limiter, bucket_decide end
+    if word == 'FIXED' then return 3, 2, fixed_limiter, fixed_decide end
+    if word == 'SLIDING_LOG' then return 4, 2, log_limiter, log_decide end
+    if word == 'SLIDING_COUNTER' then return 5, 2, counter_limiter, counter_decide end
+    word = string.upper(word)
+  end
+  return nil
+end
+
+-- The reply, or nil and what was read (the values, and now) for the
+-- general path. `S` holds each limit's decide function, limiter and
+-- decision, 8 slots a limit, and the absent keys from slot 65.
+local function all_plain(keys, args, kept, S)
+  local n = #keys
+  if n == 0 or n > 8 or SETTINGS.shadow then return nil end
+  for i = 2, n do
+    local k = keys[i]
+    for j = 1, i - 1 do
+      if keys[j] == k then return nil end
+    end
+  end
+  local at = 1
+  for i = 1, n do
+    local word = args[at]
+    if not word then return nil end
+    local alg, p, limiter, decide = plain_algorithm(word)
+    if not alg or at + p > #args then return nil end
+    local base = (i - 1) * 8
+    S[base + 1], S[base + 2], S[base + 3], S[base + 4] = alg, p, limiter, decide
+    S[base + 5] = at + 1
+    at = at + 1 + p
+  end
+  local q, unit, mode, peek, wait, block = request(args, at)
+  if not q or mode ~= 'take' or peek or wait or block then return nil end
+  for i = 1, n do
+    local base = (i - 1) * 8
+    local alg, p, limiter, from = S[base + 1], S[base + 2], S[base + 3], S[base + 5]
+    local lim
+    local by_alg = kept and kept[alg]
+    if by_alg then
+      lim = by_alg[unit][args[from]]
+      if lim then
+        lim = lim[args[from + 1]]
+        if lim and p == 3 then lim = lim[args[from + 2]] end
+      end
+    end
+    if not lim then
+      lim = limiter(args, from, unit)
+      if not lim then return nil end
+      if by_alg then by_alg:keep(unit, args, from, p, lim) end
+    end
+    S[base + 3] = lim
+  end
+  -- (_G.unpack: Lua's, which `unpack` above names struct's.)
+  local values
+  if n == 1 then
+    values = call('MGET', keys[1])
+  elseif n == 2 then
+    values = call('MGET', keys[1], keys[2])
+  elseif n == 3 then
+    values = call('MGET', keys[1], keys[2], keys[3])
+  else
+    values = call('MGET', _G.unpack(keys, 1, n))
+  end
+  -- The absent keys, in slots 65 on.
+  local absent = 64
+  for i = 1, n do
+    if not values[i] then
+      absent = absent + 1
+      S[absent] = keys[i]
+    end
+  end
+  if absent > 64 and call('EXISTS', _G.unpack(S, 65, absent)) > 0 then return nil end
+  local t = call('TIME')
+  local now = t[1] * 1000000 + t[2]
+  local refused = false
+  for i = 1, n do
+    local base = (i - 1) * 8
+    local blocked, remaining, retry, reset, value, ms = S[base + 4](S[base + 3], values[i] or nil, now, q, 'take')
+    -- (Slots 1, 2 and 5 are done with: the decision takes them.)
+    if not blocked then return nil, values, now end
+    S[base + 1], S[base + 2], S[base + 5], S[base + 6], S[base + 7], S[base + 8] = blocked, remaining, retry, reset, value, ms
+    if blocked == 1 then refused = true end
+  end
+  -- The binding limit (binding(), on these lists): refused, the refusing
+  -- one that waits longest (never counts as longest); else the one with the
+  -- fewest remaining. Ties: the first.
+  local best = 1
+  if refused then
+    best = nil
+    for i = 1, n do
+      local base = (i - 1) * 8
+      if S[base + 1] == 1 then
+        if not best then
+          best = i
+        else
+          local a, b = S[base + 5], S[(best - 1) * 8 + 5]
+          if b ~= -2 and (a == -2 or a > b) then best = i end
+        end
+      end
+    end
+  else
+    for i = 2, n do
+      if S[(i - 1) * 8 + 2] < S[(best - 1) * 8 + 2] then best = i end
+    end
+    for i = 1, n do
+      local base = (i - 1) * 8
+      if S[base + 7] then write(keys[i], S[base + 7], S[base + 8], kept) end
+    end
+  end
+  local base = (best - 1) * 8
+  local retry, reset = S[base + 5], S[base + 6]
+  if retry < 0 then
+    retry = -1
+  else
+    local r = retry % unit
+    retry = (retry - r) / unit
+    if r > 0 then retry = retry + 1 end
+  end
+  local r = reset % unit
+  reset = (reset - r) / unit
+  if r > 0 then reset = reset + 1 end
+  return { S[base + 1], S[base + 3].limit, S[base + 2], retry, reset, best }
+end
+
+-- rl_all: the one pass, else the general path (handed what was read).
+local function all(keys, args, kept)
+  local S = kept and kept.scratch
+  if not S then
+    S = {}
+    if kept then kept.scratch = S end
+  end
+  local reply, values, now = all_plain(keys, args, kept, S)
+  if reply then return reply end
+  return general().all(keys, args, values, now)
+end

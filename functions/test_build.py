@@ -1,0 +1,188 @@
+"""Tests of functions/build.py: python3 -m unittest discover -s functions -p 'test_*.py'.
+
+The Lua checks compile with Lua 5.1's luac (Redis's Lua; .ci/setup
+installs it)."""
+import contextlib
+import io
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from unittest import mock
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import build  # noqa: E402
+
+LUAC = shutil.which("luac5.1") or shutil.which("luac")
+
+SMALL = """#!lua name=x
+-- a header line
+-- script f: PRE | b a | return f(KEYS, ARGV)
+-- script g: PRE2 | c | LAST
+-- part: a
+local A = 1
+-- part: b
+local function f() return 2 end
+-- part: c
+local C = 3
+"""
+
+
+class Rule(unittest.TestCase):
+    def test_a_script_is_its_prelude_its_parts_in_its_order_and_its_last_line(self):
+        self.assertEqual(
+            build.scripts_from_library(SMALL),
+            {
+                "f": "PRE\n-- part: b\nlocal function f() return 2 end\n-- part: a\nlocal A = 1\nreturn f(KEYS, ARGV)\n",
+                "g": "PRE2\n-- part: c\nlocal C = 3\nLAST\n",
+            },
+        )
+
+    def test_only_header_lines_name_scripts(self):
+        text = SMALL + "-- script h: X | a | Y\n"
+        self.assertEqual(sorted(build.scripts_from_library(text)), ["f", "g"])
+        # ... and the line is part c's text.
+        self.assertTrue(build.scripts_from_library(text)["g"].endswith("local C = 3\n-- script h: X | a | Y\nLAST\n"))
+
+    def test_every_function_has_a_script_of_the_parts_it_lists(self):
+        text = build.LIBRARY.read_text()
+        scripts = build.scripts_from_library(text)
+        self.assertEqual(sorted(scripts), sorted(f.name for f in build.FUNCTIONS))
+        for f in build.FUNCTIONS:
+            script = scripts[f.name]
+            self.assertEqual(re.findall(r"^-- part: (\w+)$", script, re.M), f.parts, f.name)
+            self.assertTrue(script.startswith(build.PRELUDE + "\n-- part: "), f.name)
+            self.assertTrue(script.endswith(f"\nreturn {build.script_call(f)}\n"), f.name)
+
+
+class Library(unittest.TestCase):
+    def test_the_library_in_the_repository_is_current(self):
+        self.assertEqual(build.LIBRARY.read_text(), build.library())
+
+    def test_each_part_follows_its_line_in_order(self):
+        text = build.library()
+        self.assertEqual(re.findall(r"^-- part: (\w+)$", text, re.M), build.PARTS + ["register"])
+        for name in build.PARTS:
+            self.assertIn(f"-- part: {name}\n{(build.SRC / (name + '.lua')).read_text()}", text)
+
+    def test_the_registration_makes_each_call_its_script_makes(self):
+        register = build.library().split("-- part: register\n")[1]
+        for f in build.FUNCTIONS:
+            if f.flags:
+                self.assertIn(f"function_name = '{f.name}', callback = function() return {f.call} end", register)
+                continue
+            call = f.call.format(keys="keys", args="args", kept="kept")
+            self.assertEqual(
+                register.count(f"redis.register_function('{f.name}', function(keys, args) return {call} end)"), 1, f.name
+            )
+        self.assertEqual(register.count("redis.register_function"), len(build.FUNCTIONS))
+
+    def test_the_version_is_the_module_s(self):
+        cargo = (build.HERE.parent / "Cargo.toml").read_text()
+        version = re.search(r'^version = "([^"]+)"', cargo, re.M).group(1)
+        self.assertEqual((build.SRC / "version.lua").read_text().count(f"local VERSION = '{version}'\n"), 1)
+
+    def test_the_library_fits_one_command_line_argument(self):
+        # `redis-cli --cluster call host:port FUNCTION LOAD REPLACE
+        # "$(cat functions/ratelimit.lua)"` (docs/functions.md) passes it as
+        # one argument: Linux takes at most 128 KiB, its NUL included.
+        self.assertLess(len(build.library().encode()), 128 * 1024)
+
+    def test_a_part_line_inside_a_part_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            (pathlib.Path(tmp) / "a.lua").write_text("local a\n-- part: b\n")
+            with mock.patch.object(build, "SRC", pathlib.Path(tmp)), self.assertRaises(SystemExit) as e:
+                build.read_part("a")
+            self.assertIn("may not start with '-- part: '", str(e.exception))
+
+    def test_parts_and_files_must_agree(self):
+        with mock.patch.object(build, "PARTS", build.PARTS[:-1]), self.assertRaises(SystemExit) as e:
+            build.library()
+        self.assertEqual(str(e.exception), "functions/src and PARTS differ: ['kept']")
+
+    def test_a_script_s_parts_keep_the_library_s_order(self):
+        f = build.FUNCTIONS[0]
+        swapped = build.Function(f.name, [f.parts[1], f.parts[0]] + f.parts[2:], f.call, f.kept)
+        with mock.patch.object(build, "FUNCTIONS", [swapped]), self.assertRaises(SystemExit) as e:
+            build.library()
+        self.assertEqual(str(e.exception), "rl_gcra: its parts must be parts of the library, each once, in the library's order")
+
+
+class Commands(unittest.TestCase):
+    def run_main(self, *argv):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            build.main(list(argv))
+        return out.getvalue()
+
+    def test_out_writes_the_library_and_every_script_and_nothing_else(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            dest = pathlib.Path(tmp) / "lua"
+            self.assertEqual(self.run_main("--out", str(dest)), f"{dest}: ratelimit.lua and 10 scripts\n")
+            text = build.library()
+            expected = {"ratelimit.lua": text}
+            expected.update({f"{n}.lua": s for n, s in build.scripts_from_library(text).items()})
+            self.assertEqual({p.name: p.read_text() for p in dest.iterdir()}, expected)
+
+    def test_check_fails_when_the_library_is_stale(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            stale = pathlib.Path(tmp) / "ratelimit.lua"
+            stale.write_text(build.library() + "-- edited\n")
+            with mock.patch.object(build, "LIBRARY", stale):
+                with self.assertRaises(SystemExit) as e:
+                    self.run_main("--check")
+                self.assertEqual(str(e.exception), "functions/ratelimit.lua is not current: run python3 functions/build.py")
+                self.assertEqual(self.run_main(), f"functions/ratelimit.lua: {len(build.library().splitlines())} lines from {len(build.PARTS)} parts\n")
+                self.assertEqual(self.run_main("--check"), "functions/ratelimit.lua: current\n")
+
+
+# What a function may find in the globals: Redis's libraries, and what a
+# script is given.
+GLOBALS = {"redis", "string", "math", "table", "struct", "_G", "pcall", "error", "type", "setmetatable", "ipairs"}
+
+
+def globals_of(path):
+    """The names each function of a compiled chunk reads or writes as
+    globals: {'main': {...}, 'functions': {...}}, and the writes."""
+    listing = subprocess.run([LUAC, "-p", "-l", str(path)], capture_output=True, text=True, check=True).stdout
+    out, writes, current = {"main": set(), "functions": set()}, set(), None
+    for line in listing.splitlines():
+        if line.startswith("main <"):
+            current = "main"
+        elif line.startswith("function <"):
+            current = "functions"
+        m = re.search(r"\b([GS]ETGLOBAL)\b.*; (\w+)$", line)
+        if m:
+            (writes if m.group(1) == "SETGLOBAL" else out[current]).add(m.group(2))
+    return out, writes
+
+
+@unittest.skipUnless(LUAC, "needs Lua 5.1's luac (.ci/setup installs it)")
+class Lua(unittest.TestCase):
+    def test_the_library_and_every_script_compile_and_use_only_redis_s_globals(self):
+        with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
+            build.main(["--out", tmp])
+            for path in sorted(pathlib.Path(tmp).iterdir()):
+                used, writes = globals_of(path)
+                self.assertEqual(writes, set(), path.name)
+                self.assertLessEqual(used["functions"], GLOBALS, path.name)
+                if path.name == "ratelimit.lua":
+                    # FUNCTION LOAD on Redis 7.0 runs the top level with
+                    # `redis` alone.
+                    self.assertEqual(used["main"], {"redis"})
+                else:
+                    self.assertLessEqual(used["main"], {"redis", "KEYS", "ARGV"}, path.name)
+
+    def test_a_name_no_part_defines_is_found(self):
+        # The check above sees a part that uses what its script lacks.
+        with tempfile.TemporaryDirectory() as tmp:
+            script = pathlib.Path(tmp) / "s.lua"
+            script.write_text("local function f() return open_frame(1) end\nreturn f()\n")
+            self.assertEqual(globals_of(script)[0]["functions"], {"open_frame"})
+
+
+if __name__ == "__main__":
+    unittest.main()
