@@ -33,7 +33,7 @@ import redis.asyncio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from redis_ratelimit_client import AsyncRateLimits, RateLimits
-from redis_ratelimit_client._backend import source
+from redis_ratelimit_client._backend import library
 from redis_ratelimit_client._io_async import AsyncDriver
 from redis_ratelimit_client._io_sync import SyncDriver
 from tests.servers import Server, module, redis7
@@ -222,7 +222,7 @@ def main() -> None:
     functions = Server(redis7())
     loop = asyncio.new_event_loop()
     try:
-        functions.client().execute_command("FUNCTION", "LOAD", "REPLACE", source("ratelimit.lua"))
+        functions.client().execute_command("FUNCTION", "LOAD", "REPLACE", library())
         print(
             f"Python {sys.version.split()[0]}, redis-py {redis.__version__}, "
             f"{options.rounds} rounds of {options.calls} calls each way"

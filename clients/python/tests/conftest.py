@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Iterator
-from importlib import resources
 from typing import Any
 
 import pytest
@@ -17,24 +16,6 @@ import redis.asyncio
 import redis_ratelimit_client as rl
 
 from .servers import Cluster, Server, module, redis6, redis7
-
-# -- what this tree can test --------------------------------------------------
-
-
-def _packaged(*parts: str) -> bool:
-    path = resources.files("redis_ratelimit_client").joinpath("lua")
-    for part in parts:
-        path = path.joinpath(part)
-    return path.is_file()
-
-
-HAS_LIBRARY = _packaged("ratelimit.lua")
-HAS_SCRIPTS = _packaged("scripts", "rl_gcra.lua")
-NO_LIBRARY = "the functions library (functions/ratelimit.lua) is not in this tree yet"
-NO_SCRIPTS = "the generated scripts (functions/scripts/) are not in this tree yet"
-NEEDS_LIBRARY = pytest.mark.skipif(not HAS_LIBRARY, reason=NO_LIBRARY)
-NEEDS_SCRIPTS = pytest.mark.skipif(not HAS_SCRIPTS, reason=NO_SCRIPTS)
-
 
 # -- servers, one of each kind per session ------------------------------------
 
@@ -96,10 +77,6 @@ BACKEND_SERVER = {"module": "module", "functions": "functions", "scripts": "redi
 
 @pytest.fixture(params=["module", "functions", "scripts"])
 def backend(request: pytest.FixtureRequest) -> str:
-    if request.param == "functions" and not HAS_LIBRARY:
-        pytest.skip(NO_LIBRARY)
-    if request.param == "scripts" and not HAS_SCRIPTS:
-        pytest.skip(NO_SCRIPTS)
     return str(request.param)
 
 

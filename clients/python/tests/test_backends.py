@@ -14,9 +14,9 @@ import pytest
 import redis
 
 from redis_ratelimit_client import RateLimitError, ServerError, __version__
-from redis_ratelimit_client._backend import source
+from redis_ratelimit_client._backend import library
 
-from .conftest import NEEDS_LIBRARY, NEEDS_SCRIPTS, Servers, reset
+from .conftest import Servers, reset
 from .servers import Server
 
 HOUR = 3_600_000
@@ -51,10 +51,9 @@ def test_module_found_once(servers: Servers, connect: Callable[..., Any]) -> Non
     assert calls(server, "fcall") == 0 and calls(server, "function|load") == 0
 
 
-@NEEDS_LIBRARY
 def test_functions_already_loaded(servers: Servers, connect: Callable[..., Any]) -> None:
     server = fresh(servers, "functions")
-    server.client().execute_command("FUNCTION", "LOAD", source("ratelimit.lua"))
+    server.client().execute_command("FUNCTION", "LOAD", library())
     server.client().config_resetstat()
     limits = connect(server.port)
     api = limits.gcra(rate=1, per=3600, burst=3)
@@ -64,7 +63,6 @@ def test_functions_already_loaded(servers: Servers, connect: Callable[..., Any])
     assert calls(server, "fcall") == 2  # rl_version, then rl_gcra
 
 
-@NEEDS_LIBRARY
 def test_functions_loaded_by_the_client(servers: Servers, connect: Callable[..., Any]) -> None:
     server = fresh(servers, "functions")
     limits = connect(server.port)
@@ -74,7 +72,6 @@ def test_functions_loaded_by_the_client(servers: Servers, connect: Callable[...,
     assert limits.gcra(rate=1, per=3600, burst=3).take("k").raw == (0, 3, 2, -1, HOUR)
 
 
-@NEEDS_LIBRARY
 def test_another_version_is_replaced(servers: Servers, connect: Callable[..., Any]) -> None:
     server = fresh(servers, "functions")
     older = "#!lua name=ratelimit\nredis.register_function('rl_version', function() return '0.0.1' end)"
@@ -84,7 +81,6 @@ def test_another_version_is_replaced(servers: Servers, connect: Callable[..., An
     assert library_version(server) == __version__
 
 
-@NEEDS_LIBRARY
 def test_library_lost_is_reloaded_once(servers: Servers, connect: Callable[..., Any]) -> None:
     server = fresh(servers, "functions")
     limits = connect(server.port)
@@ -96,11 +92,10 @@ def test_library_lost_is_reloaded_once(servers: Servers, connect: Callable[..., 
     assert calls(server, "function|load") == 2  # the client's first load, and the reload
 
 
-@NEEDS_LIBRARY
 def test_a_reload_that_fails_is_not_retried(servers: Servers, connect: Callable[..., Any]) -> None:
     server = fresh(servers, "functions")
     admin = server.client()
-    admin.execute_command("FUNCTION", "LOAD", source("ratelimit.lua"))
+    admin.execute_command("FUNCTION", "LOAD", library())
     # A user who may call functions but not load them, as on some services.
     admin.execute_command("ACL", "SETUSER", "caller", "on", ">secret", "~*", "+@all", "-function")
     try:
@@ -117,7 +112,6 @@ def test_a_reload_that_fails_is_not_retried(servers: Servers, connect: Callable[
         admin.execute_command("ACL", "DELUSER", "caller")
 
 
-@NEEDS_SCRIPTS
 def test_redis6_uses_the_scripts(servers: Servers, connect: Callable[..., Any]) -> None:
     server = fresh(servers, "redis6")
     limits = connect(server.port)
@@ -131,7 +125,6 @@ def test_redis6_uses_the_scripts(servers: Servers, connect: Callable[..., Any]) 
     assert calls(server, "script") == 1
 
 
-@NEEDS_SCRIPTS
 def test_a_service_that_denies_functions_uses_the_scripts(
     servers: Servers, connect: Callable[..., Any], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -143,7 +136,6 @@ def test_a_service_that_denies_functions_uses_the_scripts(
     assert limits.gcra(rate=1, per=3600, burst=3).take("k").raw == (0, 3, 2, -1, HOUR)
 
 
-@NEEDS_LIBRARY
 def test_a_named_backend_is_used_as_is(servers: Servers, connect: Callable[..., Any]) -> None:
     """backend="functions" on a server with the module: FCALL, the library
     loaded on the first "Function not found"; and both editions read the
@@ -170,7 +162,6 @@ def test_an_unknown_backend_name() -> None:
         RateLimits(redis.Redis(), backend="lua")
 
 
-@NEEDS_LIBRARY
 def test_requests_that_start_together_search_once(servers: Servers) -> None:
     """Twenty requests at once on a fresh client: one search, one load, and
     twenty units taken (threads for the sync client, tasks for the async)."""

@@ -13,7 +13,7 @@ import redis
 
 from redis_ratelimit_client import InvalidParameter
 
-from .conftest import NEEDS_LIBRARY, NEEDS_SCRIPTS, Servers
+from .conftest import Servers
 from .servers import Cluster
 
 HOUR = 3_600_000
@@ -86,7 +86,6 @@ def test_keys_of_several_slots_are_refused_before_sending(
     )
 
 
-@NEEDS_LIBRARY
 def test_cluster_library_loaded_on_every_primary(
     cluster_of: Callable[[str], Cluster], connect: Callable[..., Any]
 ) -> None:
@@ -106,7 +105,6 @@ def test_cluster_library_loaded_on_every_primary(
     assert len(lost.client().execute_command("FUNCTION", "LIST", "LIBRARYNAME", "ratelimit")) == 1
 
 
-@NEEDS_SCRIPTS
 def test_cluster_without_functions_uses_the_scripts(
     cluster_of: Callable[[str], Cluster], connect: Callable[..., Any]
 ) -> None:

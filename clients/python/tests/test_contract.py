@@ -10,7 +10,6 @@ also sent to real servers of each backend and must answer the same."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -27,7 +26,7 @@ from starlette.routing import Route
 
 import redis_ratelimit_client as rl
 from redis_ratelimit_client import AsyncRateLimits, Decision, InvalidParameter, RateLimitError
-from redis_ratelimit_client._backend import source
+from redis_ratelimit_client._backend import library, script
 from redis_ratelimit_client.asgi import RateLimitMiddleware, limiter_keys
 
 from .fake import CLOSE, SILENT, BlackHole, Error, FakeRedis
@@ -69,13 +68,13 @@ def expand(value: Any) -> Any:
     if value == "<version>":
         return rl.__version__
     if value == "<library>":
-        return source("ratelimit.lua")
+        return library()
     kind, _, function = value[1:-1].partition(":")
-    script = source(f"scripts/{function}.lua")
+    text, sha = script(function)
     if kind == "script":
-        return script
+        return text
     if kind == "sha":
-        return hashlib.sha1(script.encode()).hexdigest()
+        return sha
     raise ValueError(f"unknown placeholder {value}")
 
 

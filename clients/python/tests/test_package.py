@@ -1,16 +1,21 @@
 """The package as a user gets it: the README's quick start prints what the
-README says on every backend, the shipped Lua equals functions/, the
-package is typed."""
+README says on every backend, the library it loads is the repository's (a
+built package holds a copy), each script it derives is the one
+functions/build.py writes, the package is typed."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
 
+import pytest
+
 import redis_ratelimit_client
+from redis_ratelimit_client import RateLimitError, _backend
 
 from .conftest import BACKEND_SERVER, Servers, reset
 
@@ -38,37 +43,60 @@ def test_quick_start_gives_the_same_answers_on_every_backend(servers: Servers, b
     assert result.stdout == expected
 
 
-def test_the_shipped_lua_equals_functions() -> None:
-    sync_lua = HERE / "sync_lua.py"
-    result = subprocess.run([sys.executable, str(sync_lua), "--check"], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+def test_in_the_repository_the_client_reads_functions_ratelimit_lua() -> None:
+    # The tests run from an editable install: no copy in the package.
+    repository = HERE.parent.parent / "functions" / "ratelimit.lua"
+    assert _backend.library_path() == repository
+    assert _backend.library() == repository.read_text()
 
 
-def test_the_check_fails_on_a_copy_that_differs(tmp_path: Path) -> None:
-    sys.path.insert(0, str(HERE))
-    try:
-        import sync_lua
-    finally:
-        sys.path.remove(str(HERE))
-    source, copy = tmp_path / "functions", tmp_path / "lua"
-    (source / "scripts").mkdir(parents=True)
-    (source / "ratelimit.lua").write_text("-- the library\n")
-    (source / "scripts" / "rl_gcra.lua").write_text("-- a script\n")
-    assert sync_lua.differences(source, copy) == [
-        "ratelimit.lua: not copied into the package",
-        "scripts/rl_gcra.lua: not copied into the package",
+def test_each_script_is_what_build_py_writes(tmp_path: Path) -> None:
+    build = HERE.parent.parent / "functions" / "build.py"
+    subprocess.run([sys.executable, str(build), "--out", str(tmp_path)], check=True, capture_output=True)
+    written = {p.stem: p.read_text() for p in tmp_path.glob("rl_*.lua")}
+    assert sorted(written) == [
+        "rl_all",
+        "rl_concurrency",
+        "rl_fixed",
+        "rl_gcra",
+        "rl_release",
+        "rl_renew",
+        "rl_sliding_counter",
+        "rl_sliding_log",
+        "rl_token_bucket",
+        "rl_version",
     ]
-    sync_lua.sync(source, copy)
-    assert sync_lua.differences(source, copy) == []
-    (copy / "scripts" / "rl_gcra.lua").write_text("-- edited by hand\n")
-    (copy / "scripts" / "rl_old.lua").write_text("-- no longer generated\n")
-    assert sync_lua.differences(source, copy) == [
-        "scripts/rl_gcra.lua: the package's copy differs from functions/scripts/rl_gcra.lua",
-        "scripts/rl_old.lua: in the package but not in functions/",
-    ]
-    sync_lua.sync(source, copy)
-    assert sync_lua.differences(source, copy) == []
-    assert not (copy / "scripts" / "rl_old.lua").exists()
+    assert _backend.scripts_from_library((tmp_path / "ratelimit.lua").read_text()) == written
+    # And what the client sends: the scripts of the library it loads.
+    for name, text in _backend.scripts_from_library(_backend.library()).items():
+        assert _backend.script(name) == (text, hashlib.sha1(text.encode()).hexdigest())
+
+
+def test_the_rule_on_a_small_library() -> None:
+    text = (
+        "#!lua name=x\n"
+        "-- script rl_a: PRE | one three | return a()\n"
+        "-- script rl_b: PRE | two | return b()\n"
+        "-- part: one\nlocal one = 1\n"
+        "-- part: two\nlocal two = 2\n\n"
+        "-- part: three\nlocal three = 3"
+    )
+    assert _backend.scripts_from_library(text) == {
+        "rl_a": "PRE\n-- part: one\nlocal one = 1\n-- part: three\nlocal three = 3return a()\n",
+        "rl_b": "PRE\n-- part: two\nlocal two = 2\n\nreturn b()\n",
+    }
+
+
+def test_a_library_the_rule_cannot_read_is_a_clear_error() -> None:
+    with pytest.raises(RateLimitError) as error:
+        _backend.scripts_from_library("-- script rl_a: PRE | one\n-- part: one\n")
+    assert str(error.value) == "the library's script line for rl_a is not 'PRELUDE | PARTS | LAST': 'PRE | one'"
+    with pytest.raises(RateLimitError) as error:
+        _backend.scripts_from_library("-- script rl_a: PRE | one two | return 1\n-- part: one\n")
+    assert str(error.value) == "the library's script line for rl_a names parts it lacks: two"
+    with pytest.raises(RateLimitError) as error:
+        _backend.script("rl_nothing")
+    assert str(error.value) == "the functions library has no script for rl_nothing"
 
 
 def test_typed_and_versioned() -> None:

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from collections.abc import Callable, Generator
-from importlib import resources
+from pathlib import Path
 from typing import Any, Protocol
 
 from ._errors import RateLimitError, Unavailable, reply_error
@@ -45,32 +46,83 @@ class Route(Protocol):
     def every(self, args: tuple[Any, ...]) -> Generator[Step, Any, list[Any]]: ...
 
 
-def _read(name: str) -> str:
-    try:
-        path = resources.files(__package__).joinpath("lua")
-        for part in name.split("/"):
-            path = path.joinpath(part)
-        return path.read_text(encoding="utf-8")
-    except (FileNotFoundError, OSError) as error:
-        raise RateLimitError(
-            f"this package has no copy of functions/{name}: build it with clients/python/sync_lua.py"
-        ) from error
+# The library: the copy a built package holds (setup.py's build step puts
+# it there), else, in the repository (a checkout, an editable install),
+# functions/ratelimit.lua itself.
+_PACKAGED = Path(__file__).resolve().parent / "ratelimit.lua"
+_REPOSITORY = Path(__file__).resolve().parents[4] / "functions" / "ratelimit.lua"
+
+# The lines that shape the library (docs/functions.md, "Deriving the scripts
+# from the library").
+_PART = "-- part: "
+_SCRIPT = "-- script "
 
 
-_sources: dict[str, str] = {}
+def library_path() -> Path:
+    """Where the library this client loads is read from."""
+    for path in (_PACKAGED, _REPOSITORY):
+        if path.is_file():
+            return path
+    raise RateLimitError(
+        f"no functions library: neither {_PACKAGED} (a built package's) nor {_REPOSITORY} (a checkout's) exists"
+    )
 
 
-def source(name: str) -> str:
-    """The library (``ratelimit.lua``) or a standalone script
-    (``scripts/rl_gcra.lua``) shipped in this package."""
-    text = _sources.get(name)
-    if text is None:
-        text = _sources[name] = _read(name)
-    return text
+def scripts_from_library(text: str) -> dict[str, str]:
+    """Each function's standalone script, by name, from the library's text.
+
+    A part is a line that starts with ``-- part: NAME`` and the lines after
+    it up to the next such line; a header line (before the first part)
+    ``-- script NAME: PRELUDE | PARTS | LAST`` makes NAME's script: PRELUDE,
+    a newline, each part named in PARTS in turn, then LAST and a newline.
+    """
+    parts: dict[str, list[str]] = {}
+    recipes: dict[str, str] = {}
+    current: list[str] | None = None
+    # Each line with its newline, the last one without when the text has none.
+    for line in re.split("(?<=\n)", text):
+        if line.startswith(_PART):
+            current = parts[line[len(_PART) :].strip()] = []
+        if current is not None:
+            current.append(line)
+        elif line.startswith(_SCRIPT):
+            name, _, recipe = line[len(_SCRIPT) :].rstrip("\n").partition(": ")
+            recipes[name] = recipe
+    scripts = {}
+    for name, recipe in recipes.items():
+        fields = recipe.split(" | ")
+        if len(fields) != 3:
+            raise RateLimitError(f"the library's script line for {name} is not 'PRELUDE | PARTS | LAST': {recipe!r}")
+        prelude, names, last = fields
+        missing = [part for part in names.split(" ") if part not in parts]
+        if missing:
+            raise RateLimitError(f"the library's script line for {name} names parts it lacks: {', '.join(missing)}")
+        scripts[name] = prelude + "\n" + "".join("".join(parts[part]) for part in names.split(" ")) + last + "\n"
+    return scripts
 
 
-def script_name(function: str) -> str:
-    return f"scripts/{function}.lua"
+_library: str | None = None
+_scripts: dict[str, tuple[str, str]] = {}
+
+
+def library() -> str:
+    """The functions library's text, for ``FUNCTION LOAD REPLACE``."""
+    global _library
+    if _library is None:
+        _library = library_path().read_text(encoding="utf-8")
+    return _library
+
+
+def script(function: str) -> tuple[str, str]:
+    """Function ``function``'s standalone script, derived from the library,
+    and its SHA-1 (what ``EVALSHA`` names)."""
+    if not _scripts:
+        for name, text in scripts_from_library(library()).items():
+            _scripts[name] = (text, hashlib.sha1(text.encode()).hexdigest())
+    found = _scripts.get(function)
+    if found is None:
+        raise RateLimitError(f"the functions library has no script for {function}")
+    return found
 
 
 class Backend:
@@ -99,8 +151,7 @@ class Backend:
             elif self.kind == FUNCTIONS:
                 head = ("FCALL", function, numkeys)
             else:
-                sha = hashlib.sha1(source(script_name(function)).encode()).hexdigest()
-                head = ("EVALSHA", sha, numkeys)
+                head = ("EVALSHA", script(function)[1], numkeys)
             self._heads[key] = head
         return head
 
@@ -144,7 +195,7 @@ def load_library(send: Callable[[tuple[Any, ...]], Generator[Step, Any, Any]]) -
     """Load the library (through ``send``: every primary of a Cluster, or
     the node that lost it); True when loaded."""
     try:
-        yield from send(("FUNCTION", "LOAD", "REPLACE", source("ratelimit.lua")))
+        yield from send(("FUNCTION", "LOAD", "REPLACE", library()))
     except ReplyError as error:
         outage(error)
         log.warning("the ratelimit functions library could not be loaded (%s): using the scripts", error.message)

@@ -127,7 +127,7 @@ class Calls:
                 if not (yield from load_library(lambda args: self.exchange(args, node))):
                     raise ServerError(error.message) from None
             elif backend.kind == SCRIPTS and error.code == "NOSCRIPT":
-                script = _backend.source(_backend.script_name(function))
+                script = _backend.script(function)[0]
                 try:
                     yield from self.exchange(("SCRIPT", "LOAD", script), node)
                 except ReplyError as refused:
