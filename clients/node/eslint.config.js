@@ -15,5 +15,5 @@ module.exports = [
       "no-var": "error",
     },
   },
-  { ignores: ["node_modules/", "lua/"] },
+  { ignores: ["node_modules/"] },
 ];

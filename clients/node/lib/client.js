@@ -225,7 +225,7 @@ class RateLimits {
     if (standaloneScripts().size === 0) {
       throw new RateLimitError(
         "no backend: RL.GCRA is not a command here, the functions library could not be loaded, " +
-          "and the standalone scripts are not packaged with this client (lua/scripts/ is missing)",
+          "and this client has no functions library to derive the standalone scripts from (ratelimit.lua is missing)",
       );
     }
     return "scripts";
@@ -250,7 +250,7 @@ class RateLimits {
   /** @private @param {Deadline} deadline */
   async _loadOnMasters(deadline) {
     const source = librarySource();
-    if (source === null) throw new RateLimitError("the functions library is not packaged with this client (lua/ratelimit.lua is missing)");
+    if (source === null) throw new RateLimitError("this client has no functions library (ratelimit.lua is missing)");
     const masters = await this._adapter.masters(deadline);
     await Promise.all(masters.map((send) => send(["FUNCTION", "LOAD", "REPLACE", source], undefined, deadline)));
   }
@@ -306,7 +306,7 @@ class RateLimits {
       });
     }
     const script = standaloneScripts().get(`rl_${fn}`);
-    if (!script) return Promise.reject(new RateLimitError(`no standalone script for rl_${fn} is packaged with this client`));
+    if (!script) return Promise.reject(new RateLimitError(`the functions library has no script for rl_${fn}`));
     const command = ["EVALSHA", script.sha, String(keys.length), ...keys, ...args];
     return send(command).catch((err) => {
       // Not in this server's script cache (a restart, SCRIPT FLUSH, a new

@@ -1,43 +1,96 @@
 "use strict";
 
-// The functions library and the standalone scripts, as packaged in lua/
-// (copies of functions/ in the repository, checked by scripts/sync-lua.js).
+// The functions library, and each function's standalone script derived from
+// its text (docs/functions.md, "Deriving the scripts from the library"). The
+// library is the copy a package holds (`npm pack` puts it there: prepack),
+// else, in the repository (a checkout, `npm install ./clients/node`),
+// functions/ratelimit.lua itself.
 
 const crypto = require("node:crypto");
 const fs = require("node:fs");
 const path = require("node:path");
+const { RateLimitError } = require("./errors");
 
-const DIR = path.join(__dirname, "..", "lua");
+const PACKAGED = path.join(__dirname, "..", "ratelimit.lua");
+const REPOSITORY = path.join(__dirname, "..", "..", "..", "functions", "ratelimit.lua");
+
+// The lines that shape the library.
+const PART = "-- part: ";
+const SCRIPT = "-- script ";
 
 /** @type {string | null | undefined} */
 let library;
 /** @type {Map<string, {source: string, sha: string}> | undefined} */
 let scripts;
 
-/** The library's source (`FUNCTION LOAD REPLACE`), or null when not packaged. */
+/** Where the library is read from, or null when there is none. */
+function libraryPath() {
+  return [PACKAGED, REPOSITORY].find((file) => fs.existsSync(file)) ?? null;
+}
+
+/** The library's source (`FUNCTION LOAD REPLACE`), or null when there is none. */
 function librarySource() {
   if (library === undefined) {
-    const file = path.join(DIR, "ratelimit.lua");
-    library = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : null;
+    const file = libraryPath();
+    library = file === null ? null : fs.readFileSync(file, "utf8");
   }
   return library;
 }
 
 /**
+ * Each function's script, by name, from the library's text: a part is a
+ * line that starts with `-- part: NAME` and the lines after it up to the
+ * next such line; a header line (before the first part)
+ * `-- script NAME: PRELUDE | PARTS | LAST` makes NAME's script: PRELUDE, a
+ * newline, each part named in PARTS in turn, then LAST and a newline.
+ * @param {string} text
+ * @returns {Map<string, string>}
+ */
+function scriptsFromLibrary(text) {
+  /** @type {Map<string, string[]>} */
+  const parts = new Map();
+  /** @type {Map<string, string>} */
+  const recipes = new Map();
+  /** @type {string[] | null} */
+  let current = null;
+  // Each line with its newline, the last one without when the text has none.
+  for (const line of text.split(/(?<=\n)/)) {
+    if (line.startsWith(PART)) {
+      current = [];
+      parts.set(line.slice(PART.length).trim(), current);
+    }
+    if (current !== null) current.push(line);
+    else if (line.startsWith(SCRIPT)) {
+      const rest = line.slice(SCRIPT.length).replace(/\n$/, "");
+      const at = rest.indexOf(": ");
+      recipes.set(at < 0 ? rest : rest.slice(0, at), at < 0 ? "" : rest.slice(at + 2));
+    }
+  }
+  /** @type {Map<string, string>} */
+  const out = new Map();
+  for (const [name, recipe] of recipes) {
+    const fields = recipe.split(" | ");
+    if (fields.length !== 3) throw new RateLimitError(`the library's script line for ${name} is not 'PRELUDE | PARTS | LAST': '${recipe}'`);
+    const [prelude, names, last] = fields;
+    const wanted = names.split(" ");
+    const missing = wanted.filter((part) => !parts.has(part));
+    if (missing.length > 0) throw new RateLimitError(`the library's script line for ${name} names parts it lacks: ${missing.join(", ")}`);
+    out.set(name, `${prelude}\n${wanted.map((part) => (parts.get(part) ?? []).join("")).join("")}${last}\n`);
+  }
+  return out;
+}
+
+/**
  * The standalone scripts by function name (`rl_gcra`, ...), each with its
- * SHA1 for EVALSHA. Empty when not packaged.
+ * SHA1 for EVALSHA. Empty when there is no library.
  * @returns {Map<string, {source: string, sha: string}>}
  */
 function standaloneScripts() {
   if (scripts === undefined) {
     scripts = new Map();
-    const dir = path.join(DIR, "scripts");
-    if (fs.existsSync(dir)) {
-      for (const file of fs.readdirSync(dir).sort()) {
-        if (!file.endsWith(".lua")) continue;
-        const source = fs.readFileSync(path.join(dir, file), "utf8");
-        const base = file.slice(0, -4);
-        const name = base.startsWith("rl_") ? base : `rl_${base}`;
+    const text = librarySource();
+    if (text !== null) {
+      for (const [name, source] of scriptsFromLibrary(text)) {
         scripts.set(name, { source, sha: crypto.createHash("sha1").update(source).digest("hex") });
       }
     }
@@ -45,4 +98,4 @@ function standaloneScripts() {
   return scripts;
 }
 
-module.exports = { librarySource, standaloneScripts, LUA_DIR: DIR };
+module.exports = { libraryPath, librarySource, scriptsFromLibrary, standaloneScripts };

@@ -13,8 +13,8 @@ const { startServer, cli, REDIS6 } = require("./servers");
 const { CLIENTS } = require("./clients");
 const { rateLimitSuite } = require("./suite");
 
-const NO_LIBRARY = librarySource() === null && "lua/ratelimit.lua is not packaged (functions/ratelimit.lua not there yet)";
-const NO_SCRIPTS = standaloneScripts().size === 0 && "lua/scripts/ is not packaged (functions/scripts/ not there yet)";
+const NO_LIBRARY = librarySource() === null && "no functions library (ratelimit.lua in the package, or functions/ratelimit.lua)";
+const NO_SCRIPTS = standaloneScripts().size === 0 && "no scripts (derived from the functions library)";
 
 /** `function|load` calls the server has counted. */
 function functionLoads(port) {

@@ -20,13 +20,13 @@ const CLUSTERS = [
     name: "functions, loaded by the client on every master",
     expected: "functions",
     options: {},
-    skip: librarySource() === null && "lua/ratelimit.lua is not packaged (functions/ratelimit.lua not there yet)",
+    skip: librarySource() === null && "no functions library (ratelimit.lua in the package, or functions/ratelimit.lua)",
   },
   {
     name: "scripts (FUNCTION renamed away)",
     expected: "scripts",
     options: { args: ["--rename-command", "FUNCTION", ""] },
-    skip: standaloneScripts().size === 0 && "lua/scripts/ is not packaged (functions/scripts/ not there yet)",
+    skip: standaloneScripts().size === 0 && "no scripts (derived from the functions library)",
   },
 ];
 

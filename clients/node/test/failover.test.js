@@ -15,8 +15,8 @@ const { librarySource, standaloneScripts } = require("../lib/lua");
 const { startServer, cli } = require("./servers");
 const { CLIENTS } = require("./clients");
 
-const NO_LIBRARY = librarySource() === null && "lua/ratelimit.lua is not packaged (functions/ratelimit.lua not there yet)";
-const NO_SCRIPTS = standaloneScripts().size === 0 && "lua/scripts/ is not packaged (functions/scripts/ not there yet)";
+const NO_LIBRARY = librarySource() === null && "no functions library (ratelimit.lua in the package, or functions/ratelimit.lua)";
+const NO_SCRIPTS = standaloneScripts().size === 0 && "no scripts (derived from the functions library)";
 
 /** calls of `command` (as INFO commandstats names it) so far. */
 function calls(port, command) {
