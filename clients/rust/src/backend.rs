@@ -5,25 +5,11 @@ use std::sync::OnceLock;
 use redis::{Cmd, Value};
 
 use crate::limit::{Arg, Command};
+use crate::scripts::scripts_from_library;
 
-/// The packaged copies of the repository's `functions/` (see
-/// `sync-functions`).
-mod embedded {
-    /// `functions/ratelimit.lua`.
-    pub(crate) const LIBRARY: &str = include_str!("../functions/ratelimit.lua");
-    /// `functions/scripts/<function>.lua`, in the order of `Command`.
-    pub(crate) const SCRIPTS: [&str; 9] = [
-        include_str!("../functions/scripts/rl_gcra.lua"),
-        include_str!("../functions/scripts/rl_token_bucket.lua"),
-        include_str!("../functions/scripts/rl_fixed.lua"),
-        include_str!("../functions/scripts/rl_sliding_log.lua"),
-        include_str!("../functions/scripts/rl_sliding_counter.lua"),
-        include_str!("../functions/scripts/rl_all.lua"),
-        include_str!("../functions/scripts/rl_concurrency.lua"),
-        include_str!("../functions/scripts/rl_release.lua"),
-        include_str!("../functions/scripts/rl_renew.lua"),
-    ];
-}
+/// The functions library (build.rs finds it: the packaged crate's copy, or
+/// the repository's `functions/ratelimit.lua`).
+const LIBRARY: &str = include_str!(env!("RL_LIBRARY"));
 
 /// The client's version: the functions library it ships answers it from
 /// `FCALL rl_version 0`.
@@ -44,24 +30,46 @@ pub enum Backend {
     Scripts,
 }
 
-/// The functions library's source, as packaged (`functions/ratelimit.lua`):
-/// what the client loads with `FUNCTION LOAD REPLACE`.
+/// The functions library's source: what the client loads with
+/// `FUNCTION LOAD REPLACE`.
 pub fn library_source() -> &'static str {
-    embedded::LIBRARY
+    LIBRARY
 }
 
-/// A standalone script's source and SHA-1.
+/// A standalone script's source and SHA-1, derived from the library.
 pub(crate) fn script(command: Command) -> (&'static str, &'static str) {
-    static SHAS: OnceLock<Vec<String>> = OnceLock::new();
-    let shas = SHAS.get_or_init(|| {
-        embedded::SCRIPTS
+    static SCRIPTS: OnceLock<Vec<(String, String)>> = OnceLock::new();
+    let scripts = SCRIPTS.get_or_init(|| {
+        let derived = scripts_from_library(LIBRARY).expect("build.rs derived the scripts from this library");
+        COMMANDS
             .iter()
-            .map(|src| redis::Script::new(src).get_hash().to_string())
+            .map(|c| {
+                let (_, src) = derived
+                    .iter()
+                    .find(|(name, _)| name == c.function_name())
+                    .unwrap_or_else(|| {
+                        panic!("the functions library has no script for {}", c.function_name())
+                    });
+                (src.clone(), redis::Script::new(src).get_hash().to_string())
+            })
             .collect()
     });
-    let i = command.index();
-    (embedded::SCRIPTS[i], &shas[i])
+    let (src, sha) = &scripts[command.index()];
+    (src, sha)
 }
+
+/// Each command with a script, in the order of `Command::index`.
+const COMMANDS: [Command; 9] = [
+    Command::Gcra,
+    Command::TokenBucket,
+    Command::Fixed,
+    Command::SlidingLog,
+    Command::SlidingCounter,
+    Command::All,
+    Command::Concurrency,
+    Command::Release,
+    Command::Renew,
+];
 
 /// `RL.GCRA` with no arguments: the module answers its wrong number of
 /// arguments; a server without it, an unknown command (SPEC 18's search,
@@ -95,7 +103,7 @@ pub(crate) fn function_missing(reply: &str) -> bool {
 /// `FUNCTION LOAD REPLACE <library>`.
 pub(crate) fn load_library() -> Cmd {
     let mut c = redis::cmd("FUNCTION");
-    c.arg("LOAD").arg("REPLACE").arg(embedded::LIBRARY);
+    c.arg("LOAD").arg("REPLACE").arg(LIBRARY);
     c
 }
 
@@ -182,26 +190,17 @@ mod tests {
     }
 
     #[test]
-    fn every_script_is_its_function() {
-        for (i, src) in embedded::SCRIPTS.iter().enumerate() {
-            let command = [
-                Command::Gcra,
-                Command::TokenBucket,
-                Command::Fixed,
-                Command::SlidingLog,
-                Command::SlidingCounter,
-                Command::All,
-                Command::Concurrency,
-                Command::Release,
-                Command::Renew,
-            ][i];
+    fn every_command_has_its_functions_script() {
+        let derived = scripts_from_library(LIBRARY).unwrap();
+        for (i, command) in COMMANDS.into_iter().enumerate() {
             assert_eq!(command.index(), i);
-            let first = src.lines().next().unwrap_or_default();
-            assert!(
-                first.starts_with(&format!("-- {}:", command.function_name())),
-                "{first}"
-            );
-            assert_eq!(script(command).1.len(), 40);
+            let (src, sha) = script(command);
+            let (_, want) = derived
+                .iter()
+                .find(|(n, _)| n == command.function_name())
+                .unwrap();
+            assert_eq!(src, want);
+            assert_eq!(sha, redis::Script::new(want).get_hash());
         }
     }
 

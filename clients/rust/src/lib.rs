@@ -99,6 +99,7 @@ pub mod headers;
 mod limit;
 mod memory;
 mod params;
+mod scripts;
 mod sync;
 mod transport;
 
@@ -114,6 +115,7 @@ pub use conn::{Connector, SyncConnection};
 pub use decision::Decision;
 pub use error::{Error, RateLimitError};
 pub use limit::{ConcurrencyLimit, Limit, Take};
+pub use scripts::scripts_from_library;
 pub use sync::{AllOf, Concurrency, Lease, Limiter, Prepared, RateLimits};
 
 /// The answer to a lease request: the lease, or the refusal.
