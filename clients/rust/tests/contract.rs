@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use common::fake::{Answer, Fake, Resp, Step};
 use common::{Kind, Server};
 use redis_ratelimit_client::{
-    aio, library_source, Acquisition, ConcurrencyLimit, Decision, Error, Limit, RateLimits, Take, VERSION,
+    aio, library_source, scripts_from_library, Acquisition, ConcurrencyLimit, Decision, Error, Limit,
+    RateLimits, Take, VERSION,
 };
 use serde_json::{json, Value as Json};
 
@@ -234,9 +235,14 @@ fn check_outcome(case: &Json, outcome: &Outcome) -> Result<(), String> {
 
 /// The sources a placeholder stands for.
 fn substitute(arg: &str) -> String {
+    // A function's script, derived from the library as the client derives it.
     let packaged = |name: &str| {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("functions/scripts/{name}.lua"));
-        std::fs::read_to_string(path).unwrap()
+        scripts_from_library(library_source())
+            .unwrap()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("no script for {name}"))
+            .1
     };
     if arg == "<library>" {
         library_source().to_string()
