@@ -111,7 +111,7 @@ FUNCTIONS = [
         + ["plain_all"] + RATE_GENERAL + ALGORITHMS + ["request", "store", "rate", "all", "general_end"],
         "guard(all, {keys}, {args}, {kept})",
         # Each algorithm's limiters, by its number.
-        kept="{ new_kept(), new_kept(), new_kept(), new_kept(), new_kept() }",
+        kept="new_kept(5)",
     ),
     Function("rl_concurrency", LEASES, "guard(concurrency, {keys}, {args})"),
     Function("rl_release", LEASES, "guard(release, {keys}, {args})"),
@@ -126,25 +126,17 @@ SCRIPT = "-- script "
 def header():
     lines = [
         "#!lua name=ratelimit",
-        "-- redis-ratelimit, the functions edition (SPEC 17): the module's commands as",
-        "-- a Redis Functions library, for servers that load no module.",
+        "-- redis-ratelimit, the functions edition (SPEC 17): the module's commands",
+        "-- as a Redis Functions library, answering exactly what the module answers",
+        "-- and keeping the module's bytes.",
         "--",
-        '--   FUNCTION LOAD REPLACE "$(cat functions/ratelimit.lua)"',
+        '--   redis-cli FUNCTION LOAD REPLACE "$(cat functions/ratelimit.lua)"',
         "--   FCALL rl_gcra 1 user:42 9 10 1 MS WAIT 500",
         "--",
-        "-- Every function takes the module command's arguments after its key(s) and",
-        "-- answers exactly what the module answers; the state of each limiter is the",
-        "-- module's own bytes, so a key moves between editions unchanged. The",
-        "-- settings are the table of the part `settings`, below.",
-        "--",
-        "-- Written by functions/build.py from functions/src/ (edit those, then run",
-        "-- python3 functions/build.py): each part below is the file of its name",
-        "-- there, after a line `-- part: NAME`.",
-        "--",
-        "-- Each function's standalone script, for EVALSHA where FCALL is missing",
-        "-- (docs/functions.md, \"Deriving the scripts from the library\"), is the",
-        "-- prelude its line below gives, then each part it names, in order (each",
-        "-- from its `-- part:` line to the next), then its last line:",
+        "-- Written by functions/build.py from functions/src/ (edit those): each",
+        "-- part is the file of its name, after a line `-- part: NAME`. A",
+        "-- function's script, for EVALSHA (docs/functions.md), is the prelude its",
+        "-- line below gives, then each part it names, in order, then its last line:",
         "-- `-- script NAME: PRELUDE | PARTS | LAST LINE`.",
     ]
     for f in FUNCTIONS:
@@ -159,9 +151,7 @@ def script_call(f):
 def registration():
     lines = [
         f"{MARKER}register",
-        "-- The functions, registered (written by functions/build.py from its table",
-        "-- FUNCTIONS): each makes the call its script's last line makes, with what",
-        "-- it keeps between calls.",
+        "-- The functions: each makes its script's last call, with what it keeps.",
     ]
     for f in FUNCTIONS:
         if f.flags:

@@ -1,23 +1,15 @@
 #!lua name=ratelimit
--- redis-ratelimit, the functions edition (SPEC 17): the module's commands as
--- a Redis Functions library, for servers that load no module.
+-- redis-ratelimit, the functions edition (SPEC 17): the module's commands
+-- as a Redis Functions library, answering exactly what the module answers
+-- and keeping the module's bytes.
 --
---   FUNCTION LOAD REPLACE "$(cat functions/ratelimit.lua)"
+--   redis-cli FUNCTION LOAD REPLACE "$(cat functions/ratelimit.lua)"
 --   FCALL rl_gcra 1 user:42 9 10 1 MS WAIT 500
 --
--- Every function takes the module command's arguments after its key(s) and
--- answers exactly what the module answers; the state of each limiter is the
--- module's own bytes, so a key moves between editions unchanged. The
--- settings are the table of the part `settings`, below.
---
--- Written by functions/build.py from functions/src/ (edit those, then run
--- python3 functions/build.py): each part below is the file of its name
--- there, after a line `-- part: NAME`.
---
--- Each function's standalone script, for EVALSHA where FCALL is missing
--- (docs/functions.md, "Deriving the scripts from the library"), is the
--- prelude its line below gives, then each part it names, in order (each
--- from its `-- part:` line to the next), then its last line:
+-- Written by functions/build.py from functions/src/ (edit those): each
+-- part is the file of its name, after a line `-- part: NAME`. A
+-- function's script, for EVALSHA (docs/functions.md), is the prelude its
+-- line below gives, then each part it names, in order, then its last line:
 -- `-- script NAME: PRELUDE | PARTS | LAST LINE`.
 -- script rl_gcra: redis.replicate_commands() | settings base exact plain plain_gcra plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra request store rate general_end | return guard(rate, KEYS, ARGV, nil, 1, 3, gcra_limiter, gcra_decide)
 -- script rl_token_bucket: redis.replicate_commands() | settings base exact plain plain_token_bucket plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms token_bucket request store rate general_end | return guard(rate, KEYS, ARGV, nil, 2, 3, bucket_limiter, bucket_decide)
@@ -31,49 +23,36 @@
 -- script rl_version: redis.replicate_commands() | version | return VERSION
 -- part: settings
 -- The settings: edit them and load the library again (a script: build the
--- scripts again). docs/functions.md, "Settings".
-local SETTINGS = {
-  -- Refusals of the rate functions are answered as allowed and record
-  -- nothing (the module's `ratelimit.shadow`).
-  shadow = false,
-  -- The largest `limit` of rl_sliding_log, 1 to 1000000 (memory grows with it).
-  sliding_log_max_limit = 10000,
-  -- The largest `limit` of rl_concurrency, 1 to 1000000.
-  concurrency_max_limit = 10000,
-}
+-- scripts again). docs/functions.md, "Settings". (A function: a script
+-- builds the table only in a call that reads it; the library, once.)
+local function settings()
+  return {
+    -- Refusals of the rate functions are answered as allowed and record
+    -- nothing (the module's `ratelimit.shadow`).
+    shadow = false,
+    -- The largest `limit` of rl_sliding_log, 1 to 1000000 (memory grows with it).
+    sliding_log_max_limit = 10000,
+    -- The largest `limit` of rl_concurrency, 1 to 1000000.
+    concurrency_max_limit = 10000,
+  }
+end
 -- part: version
 -- The library's version: the module's (Cargo.toml), answered by rl_version.
 local VERSION = '0.1.0'
 -- part: base
--- What every function runs on: the standard library of the one-pass calls,
--- bound on the first call, and the guard around each call.
---
--- On Redis 7.0 a library's top level runs without the standard libraries
--- (FUNCTION LOAD), so they are bound when a function is first called. A
--- script runs its whole text on each call, where each name bound here
--- costs it an upvalue: only what the one-pass calls use on every call is
--- bound here (the general path binds its own names, see `general`).
-local call, pcall_r, pack, unpack, fmt, pxat
-local function bind()
-  call, pcall_r = redis.call, redis.pcall
-  pack, unpack, fmt = struct.pack, struct.unpack, string.format
-  -- SET .. PXAT, which Redis 6.0 lacks. A server that does not say its
-  -- version to scripts (before 7.0: the scripts on Redis 6.x) is written
-  -- SET then PEXPIREAT, as the module writes there.
-  pxat = redis.REDIS_VERSION_NUM ~= nil
-end
+-- What every function runs on. A script runs its whole text each call, and
+-- each top-level function and each upvalue it takes costs an allocation:
+-- the one-pass parts look the standard library up where they use it.
 
 -- The general path: every option, every form of state, every error (the
 -- parts from `general` to `general_end`), built on the first call that
 -- needs it.
 local general
 
--- Every function runs behind this: the libraries bound on first use, a
--- refusal answered as the module words it (raised by `fail`, a table with
--- its message), and any other failure as an error that shows no script
--- location.
+-- Every function runs behind this: a refusal answered as the module words
+-- it (raised by `fail`, a table with its message), and any other failure
+-- as an error that shows no script location.
 local function guard(body, ...)
-  if not call then bind() end
   local ok, result = pcall(body, ...)
   if ok then return result end
   if type(result) == 'table' then
@@ -157,22 +136,20 @@ local function muldivmod(a, b, d)
   return q, r
 end
 -- part: plain
--- The one-pass call: a call decided in one pass, reading its key once and
--- writing it once, with no table but its reply. It takes the plain call
--- (`params [quantity] [MS]`) and the options that change nothing of what
--- is decided at once (PEEK; BLOCK, WAIT and AT_MOST when the request is
--- allowed now; FORCE; a GCRA refund). Everything else, and every error,
--- takes the general path, which answers the same (tests/functions.rs
--- compares both with the module, call for call).
+-- The one pass: a call that reads its key once and writes it once, with no
+-- table but its reply: the plain call and the options that change nothing
+-- decided at once (PEEK; BLOCK, WAIT, AT_MOST when allowed now; FORCE; a
+-- GCRA refund). All else, every error too, takes the general path, which
+-- answers the same (tests/functions.rs compares both with the module).
 --
--- `kept` is what a function of the library keeps between calls (see
--- `kept`): the limiters it built, and its last expiry as text. A script
--- keeps nothing (nil).
+-- A limiter is the numbers its parameters give, limit first (nil: the
+-- general path words it). The bounds appear as numbers (see `bounds`):
+-- MAX_LIMIT 1e9, MAX_PERIOD 1e15 µs, MAX_HELD 4e9, RANGE.ahead 3e15 and
+-- RANGE.instant 6e15 µs. `kept`: what the library keeps (see `kept`); nil
+-- in a script.
 
--- A decimal integer as Redis reads it, when it is one from lo to hi (both
--- below 2^53): its value, else nil. (string.find is looked up here: this
--- runs for a limiter the library has not kept, and in a script, where a
--- name bound for every call would cost more.)
+-- A decimal integer as Redis reads it, from lo to hi (both below 2^53):
+-- its value, else nil.
 local function decimal(s, lo, hi)
   if #s <= 15 and (string.find(s, '^[1-9]%d*$') or s == '0') then
     local v = s + 0
@@ -181,14 +158,12 @@ local function decimal(s, lo, hi)
   return nil
 end
 
--- `[quantity] [options]` from args[from], where the one pass takes them:
--- the quantity, the unit (µs), how the units are taken ('take', 'refund',
--- 'force', 'wait' or 'at_most'), PEEK, and WAIT's and BLOCK's durations
--- (µs); nil for what the general path answers (an error, an option given
+-- `[quantity] [options]` from args[from]: the quantity, the unit (µs), the
+-- mode ('take', 'refund', 'force', 'wait', 'at_most'), PEEK, WAIT's and
+-- BLOCK's durations (µs); nil for the general path (an error, an option
 -- twice or in mixed case).
 local function request(args, from)
   local n = #args
-  if from > n then return 1, 1000000, 'take', false end
   local q, unit, mode, peek, wait, block = 1, 1000000, 'take', false, nil, nil
   local i = from
   while i <= n do
@@ -238,61 +213,63 @@ local function request(args, from)
 end
 
 -- SET with an absolute expiry (ms), as the module replicates it. The expiry
--- goes as the decimal string a command takes: Lua would format a number
--- argument with "%.14g", several thousand instructions, where '%d' costs a
--- fraction of that; the library keeps the last one, as it repeats (a fixed
--- window's end is that of every call in the window).
+-- goes as a string: Lua would format a number with "%.14g", far dearer than
+-- '%d'; the library keeps the last (a window's calls share it). A server
+-- that does not tell scripts its version (before 7.0) gets SET then
+-- PEXPIREAT, as from the module (Redis 6.0 has no PXAT).
 local function write(key, value, ms, kept)
   local text
   if kept and kept.ms == ms then
     text = kept.ms_text
   else
-    text = fmt('%d', ms)
+    text = string.format('%d', ms)
     if kept then kept.ms, kept.ms_text = ms, text end
   end
-  if pxat then
-    call('SET', key, value, 'PXAT', text)
+  if redis.REDIS_VERSION_NUM then
+    redis.call('SET', key, value, 'PXAT', text)
   else
-    call('SET', key, value)
-    call('PEXPIREAT', key, text)
+    redis.call('SET', key, value)
+    redis.call('PEXPIREAT', key, text)
   end
 end
 -- part: plain_gcra
 -- GCRA in one pass (the general path: `gcra`, `codec_gcra`). A state in
 -- its usual form: 'G' and the TAT in ticks of 1/840 µs (9 bytes).
 
--- The limiter of `max_burst count period` (args[from] on, periods in
+-- The limiter of `max_burst count period` (args[from] on, the period in
 -- `unit` µs): the limit, the emission interval T / d µs in lowest terms,
--- the tolerance (tol_u µs and tol_f ticks of 1/d µs); nil for what the
--- general path must word (a parameter out of its range, or of the
--- edition's: (max_burst + 1) * period / count at most 3 * 10^15 µs).
+-- and the tolerance, tol_u µs and tol_f ticks of 1/d µs; nil past the
+-- edition's range ((max_burst + 1) * period / count at most 3e15 µs).
 local function gcra_limiter(args, from, unit)
-  local max_burst = decimal(args[from], 0, 1e9 - 1)
-  local count = decimal(args[from + 1], 1, 1e9)
-  local period = decimal(args[from + 2], 1, 1e15 / unit)
-  if not (max_burst and count and period) then return nil end
+  local a, b, c = args[from], args[from + 1], args[from + 2]
+  -- Integers as Redis reads them: max_burst may be 0, with no leading zero
+  -- (among digits, a < '1' is one; a string comparison costs less than a call).
+  if #a > 15 or #b > 15 or #c > 15 or (#a > 1 and a < '1')
+    or not string.find(a .. ' ' .. b .. ' ' .. c, '^%d+ [1-9]%d* [1-9]%d*$') then
+    return nil
+  end
+  local max_burst, count, period = a + 0, b + 0, c + 0
+  if max_burst >= 1e9 or count > 1e9 or period > 1e15 / unit then return nil end
   period = period * unit
-  local g, b = period, count
-  while b ~= 0 do g, b = b, g % b end
+  local g, r = period, count
+  while r ~= 0 do g, r = r, g % r end
   local limit, d, T = max_burst + 1, count / g, period / g
-  local tol_u, tol_f = muldivmod(limit, T, d)
+  local tol_u, tol_f
+  if d == 1 then tol_u, tol_f = limit * T, 0 else tol_u, tol_f = muldivmod(limit, T, d) end
   if not tol_u or tol_u > 3e15 or (tol_u == 3e15 and tol_f > 0) then return nil end
-  return { limit = limit, d = d, T = T, tol_u = tol_u, tol_f = tol_f, reserves = true }
+  return limit, d, T, tol_u, tol_f
 end
 
--- The decision at `now` on the stored bytes: blocked (0 or 1), remaining,
+-- The decision at `now` on the stored bytes: blocked (0, 1), remaining,
 -- retry (µs; -1 allowed, -2 never), reset (µs), and for a write the value
--- (true: delete the key) and its absolute expiry (ms); nil where the
--- general path must answer (another form of state, a block, a range to
--- report). `mode` as `request` gives it: 'wait' and 'at_most' decide as
--- 'take' (the caller hands a refusal to the general path).
-local function gcra_decide(lim, bytes, now, q, mode)
-  local d, T, limit = lim.d, lim.T, lim.limit
+-- (true: delete) and its expiry (ms); nil where the general path answers.
+-- 'wait' and 'at_most' decide as 'take' (a refusal goes to the general path).
+local function gcra_decide(bytes, now, q, mode, limit, d, T, tol_u, tol_f)
   -- The TAT in this limiter's ticks (tu µs and tf ticks), now at rest.
   local tu, tf, stored = now, 0, false
   if bytes then
     if #bytes ~= 9 then return nil end
-    local tag, lo, hi = unpack('<BI4I4', bytes)
+    local tag, lo, hi = struct.unpack('<BI4I4', bytes)
     if tag ~= 71 then return nil end
     -- (Whole divisions by `%`, exact on these integers below 2^42.)
     local hr = hi % 840
@@ -310,7 +287,7 @@ local function gcra_decide(lim, bytes, now, q, mode)
     end
     if u > now or (u == now and f > 0) then tu, tf, stored = u, f, true end
   end
-  local hu, hf = now + lim.tol_u, lim.tol_f
+  local hu, hf = now + tol_u, tol_f
   -- The answer, measured from the TAT it leaves (ru, rf).
   local blocked, retry, ru, rf = 0, -1, tu, tf
   local nu, nf
@@ -362,7 +339,7 @@ local function gcra_decide(lim, bytes, now, q, mode)
     local ul = nu % 2^32
     local low = ul * 840 + nf * (840 / d)
     local lo = low % 2^32
-    value = pack('<BI4I4', 71, lo, (nu - ul) / 2^32 * 840 + (low - lo) / 2^32)
+    value = struct.pack('<BI4I4', 71, lo, (nu - ul) / 2^32 * 840 + (low - lo) / 2^32)
     ru, rf = nu, nf
   end
   -- reset: to the TAT, rounded up; remaining: the requests that fit between
@@ -404,28 +381,29 @@ end
 -- in debt (12 bytes).
 
 -- The limiter of `capacity refill_count refill_period` (as gcra_limiter):
--- a level is `tok` whole tokens and `gr` grains of 1/gpt token; a token
--- refills in gpt / gpm µs. nil past the edition's range (capacity *
--- refill_period / refill_count at most 3 * 10^15 µs).
+-- the capacity, and gpt, gpm: a level is `tok` whole tokens and `gr`
+-- grains of 1/gpt token; a token refills in gpt / gpm µs. nil past the
+-- edition's range (capacity * refill_period / refill_count at most 3e15 µs).
 local function bucket_limiter(args, from, unit)
-  local capacity = decimal(args[from], 1, 1e9)
-  local count = decimal(args[from + 1], 1, 1e9)
-  local period = decimal(args[from + 2], 1, 1e15 / unit)
-  if not (capacity and count and period) then return nil end
+  local a, b, c = args[from], args[from + 1], args[from + 2]
+  if #a > 15 or #b > 15 or #c > 15 or not string.find(a .. ' ' .. b .. ' ' .. c, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+    return nil
+  end
+  local capacity, count, period = a + 0, b + 0, c + 0
+  if capacity > 1e9 or count > 1e9 or period > 1e15 / unit then return nil end
   period = period * unit
-  local g, b = count, period
-  while b ~= 0 do g, b = b, g % b end
+  local g, r = count, period
+  while r ~= 0 do g, r = r, g % r end
   local gpt, gpm = period / g, count / g
   local full_u, full_r = muldivmod(capacity, gpt, gpm)
   if not full_u or full_u > 3e15 or (full_u == 3e15 and full_r > 0) then return nil end
-  return { limit = capacity, gpt = gpt, gpm = gpm, reserves = true }
+  return capacity, gpt, gpm
 end
 
 -- ceil((a * gpt + b) / gpm) µs, for a >= 0 and -gpt < b (Bucket:time_for);
 -- nil past 2^53.
-local function refill_time(lim, a, b)
-  local gpm = lim.gpm
-  local q, r = muldivmod(a, lim.gpt, gpm)
+local function refill_time(gpt, gpm, a, b)
+  local q, r = muldivmod(a, gpt, gpm)
   if not q then return nil end
   r = r + b
   local rest = r % gpm
@@ -437,13 +415,12 @@ end
 
 -- The decision, as gcra_decide answers it ('refund' goes to the general
 -- path; FORCE only where the bucket has the units, no debt).
-local function bucket_decide(lim, bytes, now, q, mode)
+local function bucket_decide(bytes, now, q, mode, limit, gpt, gpm)
   if mode == 'refund' then return nil end
-  local limit, gpt, gpm = lim.limit, lim.gpt, lim.gpm
   local tok, gr = limit, 0
   if bytes then
     if #bytes ~= 28 then return nil end
-    local tag, alo, ahi, sgpt, l0, l1, h0, h1 = unpack('<BI4I4I7I4I2I4I2', bytes)
+    local tag, alo, ahi, sgpt, l0, l1, h0, h1 = struct.unpack('<BI4I4I7I4I2I4I2', bytes)
     if tag ~= 84 or sgpt ~= gpt or h1 >= 32768 or ahi >= 2^21 then return nil end
     -- The stored level in whole tokens and grains.
     local lo48, hi48 = l1 * 2^32 + l0, h1 * 2^32 + h0
@@ -467,7 +444,7 @@ local function bucket_decide(lim, bytes, now, q, mode)
     if now >= at then
       local elapsed = now - at
       if elapsed > 0 and tok < limit then
-        local to_full = refill_time(lim, limit - tok, -gr)
+        local to_full = refill_time(gpt, gpm, limit - tok, -gr)
         if not to_full then return nil end
         if elapsed >= to_full then
           tok, gr = limit, 0
@@ -491,14 +468,14 @@ local function bucket_decide(lim, bytes, now, q, mode)
   end
   local reset = 0
   if tok < limit then
-    reset = refill_time(lim, limit - tok, -gr)
+    reset = refill_time(gpt, gpm, limit - tok, -gr)
     if not reset then return nil end
   end
   if q == 0 then return 0, remaining, -1, reset end
   if tok < q then
     if mode == 'force' then return nil end
     if q > limit then return 1, remaining, -2, reset end
-    local retry = refill_time(lim, q - tok, -gr)
+    local retry = refill_time(gpt, gpm, q - tok, -gr)
     if not retry then return nil end
     return 1, remaining, retry, reset
   end
@@ -507,7 +484,7 @@ local function bucket_decide(lim, bytes, now, q, mode)
   if now >= 6e15 or lt * gpt >= 2^52 then return nil end
   local full = 0
   if lt < limit then
-    full = refill_time(lim, limit - lt, -gr)
+    full = refill_time(gpt, gpm, limit - lt, -gr)
     if not full then return nil end
   end
   if now + full >= 6e15 then return nil end
@@ -516,7 +493,7 @@ local function bucket_decide(lim, bytes, now, q, mode)
   local h48 = (level - l48) / 2^48
   local nlo = now % 2^32
   local l32, h32 = l48 % 2^32, h48 % 2^32
-  local value = pack('<BI4I4I7I4I2I4I2', 84, nlo, (now - nlo) / 2^32, gpt, l32, (l48 - l32) / 2^32, h32, (h48 - h32) / 2^32)
+  local value = struct.pack('<BI4I4I7I4I2I4I2', 84, nlo, (now - nlo) / 2^32, gpt, l32, (l48 - l32) / 2^32, h32, (h48 - h32) / 2^32)
   local left = 0
   if lt > 0 then
     if lt < limit then left = lt else left = limit end
@@ -532,24 +509,26 @@ end
 -- `codec_fixed_window`). A state: 'F', the window's start (7 bytes) and the
 -- count (4 bytes).
 
--- The limiter of `limit window` (as gcra_limiter).
+-- The limiter of `limit window` (as gcra_limiter): the limit and the
+-- window (µs).
 local function fixed_limiter(args, from, unit)
-  local limit = decimal(args[from], 1, 1e9)
-  local window = decimal(args[from + 1], 1, 1e15 / unit)
-  if not (limit and window) then return nil end
-  return { limit = limit, w = window * unit, reserves = false }
+  local a, b = args[from], args[from + 1]
+  if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end
+  local limit, window = a + 0, b + 0
+  if limit > 1e9 or window > 1e15 / unit then return nil end
+  return limit, window * unit
 end
 
 -- The decision, as gcra_decide answers it ('refund' goes to the general
 -- path).
-local function fixed_decide(lim, bytes, now, q, mode)
-  if mode == 'refund' then return nil end
-  local w, limit = lim.w, lim.limit
+local function fixed_decide(bytes, now, q, mode, limit, w)
+  -- (A window cannot hold a later window's requests: WAIT is an error.)
+  if mode == 'refund' or mode == 'wait' then return nil end
   -- The window in force (aligned to the epoch) and its count.
   local start, used = now - now % w, 0
   if bytes then
     if #bytes ~= 12 then return nil end
-    local tag, s, count = unpack('<BI7I4', bytes)
+    local tag, s, count = struct.unpack('<BI7I4', bytes)
     if tag ~= 70 or count > 4e9 or s >= 6e15 then return nil end
     if s >= start then start, used = s - s % w, count end
   end
@@ -573,7 +552,7 @@ local function fixed_decide(lim, bytes, now, q, mode)
   if limit > count then left = limit - count end
   local ms = finish % 1000
   ms = (finish - ms) / 1000 + (ms > 0 and 1 or 0)
-  return 0, left, -1, to_end, pack('<BI7I4', 70, start, count), ms
+  return 0, left, -1, to_end, struct.pack('<BI7I4', 70, start, count), ms
 end
 -- part: plain_sliding_log
 -- The sliding log in one pass (the general path: `sliding_log`,
@@ -581,37 +560,33 @@ end
 -- ring's oldest slot 0 (4 bytes), then the instants, oldest first (8 bytes
 -- each).
 
--- The limiter of `limit window` (as gcra_limiter; the limit is capped by
--- the sliding_log_max_limit setting).
+-- The limiter of `limit window` (as gcra_limiter; the limit capped by the
+-- sliding_log_max_limit setting): the limit, the window (µs), that cap,
+-- and a list for the log's instants (kept with the limiter: a script's
+-- lasts one call).
 local function log_limiter(args, from, unit)
-  local most = SETTINGS.sliding_log_max_limit
-  if most > 1e9 then most = 1e9 end
-  local limit = decimal(args[from], 1, most)
-  local window = decimal(args[from + 1], 1, 1e15 / unit)
-  if not (limit and window) then return nil end
-  return { limit = limit, w = window * unit, reserves = true }
+  local a, b = args[from], args[from + 1]
+  if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end
+  local cap = settings().sliding_log_max_limit
+  local limit, window = a + 0, b + 0
+  if limit > cap or limit > 1e9 or window > 1e15 / unit then return nil end
+  return limit, window * unit, cap, {}
 end
 
 -- The decision, as gcra_decide answers it ('refund' goes to the general
 -- path; a log with reservations, or that would grow past 64 bytes, too).
-local function log_decide(lim, bytes, now, q, mode)
+local function log_decide(bytes, now, q, mode, limit, w, cap, entries)
   if mode == 'refund' then return nil end
-  local w, limit = lim.w, lim.limit
-  -- The instants, in a list the limiter keeps (a script's lasts one call).
-  local entries, n = lim.entries, 0
+  local n = 0
   if bytes then
     local len = #bytes
     if len > 64 or len < 5 or (len - 5) % 8 ~= 0 then return nil end
-    local tag, oldest = unpack('<BI4', bytes)
+    local tag, oldest = struct.unpack('<BI4', bytes)
     if tag ~= 76 or oldest ~= 0 then return nil end
     n = (len - 5) / 8
-    if not entries then
-      entries = {}
-      lim.entries = entries
-    end
     local previous = 0
     for i = 1, n do
-      local v = unpack('<I8', bytes, 6 + (i - 1) * 8)
+      local v = struct.unpack('<I8', bytes, 6 + (i - 1) * 8)
       if v < previous or v >= 6e15 then return nil end
       entries[i], previous = v, v
     end
@@ -646,13 +621,13 @@ local function log_decide(lim, bytes, now, q, mode)
   if n > 0 and entries[n] > now then return nil end -- reservations to keep the newest
   local most = n + q
   if most > keep then most = keep end
-  if n >= keep or q > keep - n or most > SETTINGS.sliding_log_max_limit or 5 + (n + q) * 8 > 64 then
+  if n >= keep or q > keep - n or most > cap or 5 + (n + q) * 8 > 64 then
     return nil
   end
   local left = 0
   if limit > in_window + q then left = limit - in_window - q end
   local lo = now % 2^32
-  local value = string.rep(pack('<I4I4', lo, (now - lo) / 2^32), q)
+  local value = string.rep(struct.pack('<I4I4', lo, (now - lo) / 2^32), q)
   if bytes then value = bytes .. value else value = 'L\0\0\0\0' .. value end
   local ms = now + w
   local r = ms % 1000
@@ -665,12 +640,14 @@ end
 -- `codec_sliding_counter`). A state: 'C', the current window's start (7
 -- bytes), the previous window's count and the current one's (4 bytes each).
 
--- The limiter of `limit window` (as gcra_limiter).
+-- The limiter of `limit window` (as gcra_limiter): the limit and the
+-- window (µs).
 local function counter_limiter(args, from, unit)
-  local limit = decimal(args[from], 1, 1e9)
-  local window = decimal(args[from + 1], 1, 1e15 / unit)
-  if not (limit and window) then return nil end
-  return { limit = limit, w = window * unit, reserves = false }
+  local a, b = args[from], args[from + 1]
+  if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end
+  local limit, window = a + 0, b + 0
+  if limit > 1e9 or window > 1e15 / unit then return nil end
+  return limit, window * unit
 end
 
 -- µs from now until the window that starts at `start` (counts prev and
@@ -684,8 +661,7 @@ end
 
 -- The earliest instant `q` more fit, once refused (Counter:next_fit): nil
 -- past 2^53.
-local function counter_next_fit(lim, start, elapsed, prev, cur, q)
-  local w, limit = lim.w, lim.limit
+local function counter_next_fit(limit, w, start, elapsed, prev, cur, q)
   if cur + q <= limit and prev > 0 then
     -- floor(n * w / prev) capped at w (Counter:span).
     local n, span = limit - cur - q, w
@@ -702,15 +678,15 @@ end
 
 -- The decision, as gcra_decide answers it ('refund' goes to the general
 -- path).
-local function counter_decide(lim, bytes, now, q, mode)
-  if mode == 'refund' then return nil end
-  local w, limit = lim.w, lim.limit
+local function counter_decide(bytes, now, q, mode, limit, w)
+  -- (A window cannot hold a later window's requests: WAIT is an error.)
+  if mode == 'refund' or mode == 'wait' then return nil end
   local current = now - now % w
   -- The window in force, the previous one's count and its own.
   local start, prev, cur = current, 0, 0
   if bytes then
     if #bytes ~= 16 then return nil end
-    local tag, s, p, c = unpack('<BI7I4I4', bytes)
+    local tag, s, p, c = struct.unpack('<BI7I4I4', bytes)
     if tag ~= 67 or p > 4e9 or c > 4e9 or s >= 6e15 then return nil end
     local st = s - s % w
     if st ~= s then p, c = 0, c + p end
@@ -743,7 +719,7 @@ local function counter_decide(lim, bytes, now, q, mode)
   else
     if q > limit then return 1, remaining, -2, reset end
     if share + cur + q > limit then
-      local at = counter_next_fit(lim, start, elapsed, prev, cur, q)
+      local at = counter_next_fit(limit, w, start, elapsed, prev, cur, q)
       if not at then return nil end
       local retry = 0
       if at > now then retry = at - now end
@@ -761,65 +737,67 @@ local function counter_decide(lim, bytes, now, q, mode)
   local rest = ms % 1000
   ms = (ms - rest) / 1000
   if rest > 0 then ms = ms + 1 end
-  return 0, left, -1, full, pack('<BI7I4I4', 67, start, prev, cur), ms
+  return 0, left, -1, full, struct.pack('<BI7I4I4', 67, start, prev, cur), ms
 end
 -- part: plain_rate
--- The rate functions (rl_gcra, rl_token_bucket, rl_fixed, rl_sliding_log,
--- rl_sliding_counter): the call in one pass where it can be, else the
--- general path, handed what was read (the key and the clock are read once).
--- `alg` numbers the algorithm (the general path's ALGORITHMS), `n` its
--- parameters; `limiter` and `decide` are its one-pass functions.
+-- The rate functions: the one pass where it can be, else the general path,
+-- handed what was read (key and clock are read once). `alg`: the
+-- algorithm's number (ALGORITHMS), `n` its parameters.
 local function rate(keys, args, kept, alg, n, limiter, decide)
-  if #keys == 1 and #args >= n then
-    local q, unit, mode, peek, _, block = request(args, n + 1)
-    local lim
-    if q and kept then
-      -- The limiter kept for these parameter strings (see `kept`).
-      lim = kept[unit][args[1]]
-      if lim then
-        lim = lim[args[2]]
-        if lim and n == 3 then lim = lim[args[3]] end
-      end
-    end
-    if q and not lim then
-      lim = limiter(args, 1, unit)
-      if lim and kept then kept:keep(unit, args, 1, n, lim) end
-    end
-    if lim and (mode ~= 'wait' or lim.reserves) then
-      local key = keys[1]
-      local bytes = pcall_r('GET', key)
-      -- A string, false (no key), or the error of another type.
-      if not bytes or not bytes.err then
-        bytes = bytes or nil
-        local t = call('TIME')
-        local now = t[1] * 1000000 + t[2]
-        local blocked, remaining, retry, reset, value, ms = decide(lim, bytes, now, q, mode)
-        -- A refusal is the one pass's where it is the answer: not with a
-        -- WAIT that may reserve, an AT_MOST that may grant less, a BLOCK
-        -- that starts, or the shadow switch.
-        if blocked == 0 or (blocked == 1 and mode ~= 'wait' and mode ~= 'at_most' and not block and not SETTINGS.shadow) then
-          if value and not peek then
-            if value == true then call('DEL', key) else write(key, value, ms, kept) end
-          end
-          -- The reply in `unit`, times rounded up.
-          if retry < 0 then
-            retry = -1
-          else
-            local r = retry % unit
-            retry = (retry - r) / unit
-            if r > 0 then retry = retry + 1 end
-          end
-          local r = reset % unit
-          reset = (reset - r) / unit
-          if r > 0 then reset = reset + 1 end
-          if mode == 'at_most' then return { blocked, lim.limit, remaining, retry, reset, q } end
-          return { blocked, lim.limit, remaining, retry, reset }
-        end
-        return general().rate(alg, keys, args, bytes, now)
-      end
-    end
+  if #keys ~= 1 or #args < n then return general().rate(alg, keys, args) end
+  local q, unit, mode, peek, block = 1, 1000000, 'take', false, nil
+  if #args > n then
+    local _
+    q, unit, mode, peek, _, block = request(args, n + 1)
+    if not q then return general().rate(alg, keys, args) end
   end
-  return general().rate(alg, keys, args)
+  -- The limiter's numbers, limit first: those kept for these parameter
+  -- strings, or built.
+  local l1, l2, l3, l4, l5
+  local lim = kept and kept[unit][args[1]]
+  if lim then
+    lim = lim[args[2]]
+    if lim and n == 3 then lim = lim[args[3]] end
+  end
+  if lim then
+    l1, l2, l3, l4, l5 = lim[1], lim[2], lim[3], lim[4], lim[5]
+  else
+    l1, l2, l3, l4, l5 = limiter(args, 1, unit)
+    if not l1 then return general().rate(alg, keys, args) end
+    if kept then kept:keep(unit, args, 1, n, { l1, l2, l3, l4, l5 }) end
+  end
+  local key = keys[1]
+  local bytes = redis.pcall('GET', key)
+  -- A string, false (no key), or the error of another type.
+  if bytes and bytes.err then return general().rate(alg, keys, args) end
+  bytes = bytes or nil
+  local t = redis.call('TIME')
+  local now = t[1] * 1000000 + t[2]
+  local blocked, remaining, retry, reset, value, ms = decide(bytes, now, q, mode, l1, l2, l3, l4, l5)
+  -- A refusal is the one pass's where it is the answer: not with a WAIT
+  -- that may reserve, an AT_MOST that may grant less, a BLOCK that
+  -- starts, or the shadow switch.
+  if not (blocked == 0 or (blocked == 1 and mode ~= 'wait' and mode ~= 'at_most' and not block
+    and not (kept and kept.settings or settings()).shadow)) then
+    return general().rate(alg, keys, args, bytes, now)
+  end
+  if value and not peek then
+    if value == true then redis.call('DEL', key) else write(key, value, ms, kept) end
+  end
+  -- The reply in `unit`, times rounded up (written out here and in
+  -- `all_plain`: a script pays for each function it defines, each call).
+  if retry < 0 then
+    retry = -1
+  else
+    local r = retry % unit
+    retry = (retry - r) / unit
+    if r > 0 then retry = retry + 1 end
+  end
+  local r = reset % unit
+  reset = (reset - r) / unit
+  if r > 0 then reset = reset + 1 end
+  if mode == 'at_most' then return { blocked, l1, remaining, retry, reset, q } end
+  return { blocked, l1, remaining, retry, reset }
 end
 -- part: plain_all
 -- RL.ALL in one pass: every limit's algorithm and parameters, then
@@ -846,7 +824,7 @@ end
 -- decision, 8 slots a limit, and the absent keys from slot 65.
 local function all_plain(keys, args, kept, S)
   local n = #keys
-  if n == 0 or n > 8 or SETTINGS.shadow then return nil end
+  if n == 0 or n > 8 or (kept and kept.settings or settings()).shadow then return nil end
   for i = 2, n do
     local k = keys[i]
     for j = 1, i - 1 do
@@ -864,11 +842,13 @@ local function all_plain(keys, args, kept, S)
     S[base + 5] = at + 1
     at = at + 1 + p
   end
-  local q, unit, mode, peek, wait, block = request(args, at)
+  local q, unit, mode, peek, wait, block = 1, 1000000, 'take', false, nil, nil
+  if at <= #args then q, unit, mode, peek, wait, block = request(args, at) end
   if not q or mode ~= 'take' or peek or wait or block then return nil end
   for i = 1, n do
     local base = (i - 1) * 8
     local alg, p, limiter, from = S[base + 1], S[base + 2], S[base + 3], S[base + 5]
+    -- The limiter's numbers (as `rate`), as a list.
     local lim
     local by_alg = kept and kept[alg]
     if by_alg then
@@ -879,22 +859,21 @@ local function all_plain(keys, args, kept, S)
       end
     end
     if not lim then
-      lim = limiter(args, from, unit)
-      if not lim then return nil end
+      lim = { limiter(args, from, unit) }
+      if not lim[1] then return nil end
       if by_alg then by_alg:keep(unit, args, from, p, lim) end
     end
     S[base + 3] = lim
   end
-  -- (_G.unpack: Lua's, which `unpack` above names struct's.)
   local values
   if n == 1 then
-    values = call('MGET', keys[1])
+    values = redis.call('MGET', keys[1])
   elseif n == 2 then
-    values = call('MGET', keys[1], keys[2])
+    values = redis.call('MGET', keys[1], keys[2])
   elseif n == 3 then
-    values = call('MGET', keys[1], keys[2], keys[3])
+    values = redis.call('MGET', keys[1], keys[2], keys[3])
   else
-    values = call('MGET', _G.unpack(keys, 1, n))
+    values = redis.call('MGET', unpack(keys, 1, n))
   end
   -- The absent keys, in slots 65 on.
   local absent = 64
@@ -904,13 +883,14 @@ local function all_plain(keys, args, kept, S)
       S[absent] = keys[i]
     end
   end
-  if absent > 64 and call('EXISTS', _G.unpack(S, 65, absent)) > 0 then return nil end
-  local t = call('TIME')
+  if absent > 64 and redis.call('EXISTS', unpack(S, 65, absent)) > 0 then return nil end
+  local t = redis.call('TIME')
   local now = t[1] * 1000000 + t[2]
   local refused = false
   for i = 1, n do
     local base = (i - 1) * 8
-    local blocked, remaining, retry, reset, value, ms = S[base + 4](S[base + 3], values[i] or nil, now, q, 'take')
+    local lim = S[base + 3]
+    local blocked, remaining, retry, reset, value, ms = S[base + 4](values[i] or nil, now, q, 'take', lim[1], lim[2], lim[3], lim[4], lim[5])
     -- (Slots 1, 2 and 5 are done with: the decision takes them.)
     if not blocked then return nil, values, now end
     S[base + 1], S[base + 2], S[base + 5], S[base + 6], S[base + 7], S[base + 8] = blocked, remaining, retry, reset, value, ms
@@ -943,7 +923,9 @@ local function all_plain(keys, args, kept, S)
     end
   end
   local base = (best - 1) * 8
-  local retry, reset = S[base + 5], S[base + 6]
+  local retry = S[base + 5]
+  local reset = S[base + 6]
+  -- (As `rate` rounds them.)
   if retry < 0 then
     retry = -1
   else
@@ -954,7 +936,7 @@ local function all_plain(keys, args, kept, S)
   local r = reset % unit
   reset = (reset - r) / unit
   if r > 0 then reset = reset + 1 end
-  return { S[base + 1], S[base + 3].limit, S[base + 2], retry, reset, best }
+  return { S[base + 1], S[base + 3][1], S[base + 2], retry, reset, best }
 end
 
 -- rl_all: the one pass, else the general path (handed what was read).
@@ -982,7 +964,7 @@ local function lease_records(bytes)
   local len = #bytes
   if len > 64 or len < 9 or (len - 9) % 20 ~= 0 then return nil end
   local n = (len - 9) / 20
-  local tag, last, id1, d1, u1, id2, d2, u2 = unpack('<BI8I8I8I4I8I8I4', bytes .. string.rep('\0', 40 - n * 20))
+  local tag, last, id1, d1, u1, id2, d2, u2 = struct.unpack('<BI8I8I8I4I8I8I4', bytes .. string.rep('\0', 40 - n * 20))
   if tag ~= 81 or last >= 2^53 or id1 >= 2^53 or d1 >= 2^53 or id2 >= 2^53 or d2 >= 2^53 then return nil end
   local newest = last
   if n == 2 then newest = id2 elseif n == 1 then newest = id1 end
@@ -1024,7 +1006,7 @@ end
 -- `n` as 8 bytes, little-endian.
 local function u64(n)
   local lo = n % 2^32
-  return pack('<I4I4', lo, (n - lo) / 2^32)
+  return struct.pack('<I4I4', lo, (n - lo) / 2^32)
 end
 
 -- ceil(µs / 1000): an expiry in ms.
@@ -1040,21 +1022,21 @@ end
 local function concurrency(keys, args)
   if #keys ~= 1 or #args < 2 then return general().concurrency(keys, args) end
   local q, unit, mode, peek, wait, block = request(args, 3)
-  local most = SETTINGS.concurrency_max_limit
+  local most = settings().concurrency_max_limit
   if most > 1e9 then most = 1e9 end
   local limit = decimal(args[1], 1, most)
   local timeout = q and decimal(args[2], 1, 1e15 / unit)
   if not (limit and timeout and mode == 'take') or wait or block then return general().concurrency(keys, args) end
   timeout = timeout * unit
   local key = keys[1]
-  local bytes = pcall_r('GET', key)
+  local bytes = redis.pcall('GET', key)
   local n, last, id1, d1, u1, id2, d2, u2 = 0, 0
   if bytes then
     if bytes.err then return general().concurrency(keys, args) end
     n, last, id1, d1, u1, id2, d2, u2 = lease_records(bytes)
     if not n then return general().concurrency(keys, args, bytes) end
   end
-  local t = call('TIME')
+  local t = redis.call('TIME')
   local now = t[1] * 1000000 + t[2]
   local keep, latest, held, expired = leases_at(bytes, now, n, nil, id1, d1, u1, id2, d2, u2)
   if latest < now then latest = now end
@@ -1076,7 +1058,7 @@ local function concurrency(keys, args)
       -- Appended to the value as it is, or the live leases rewritten after
       -- an expired one (plan_leases); the expiry no earlier than the
       -- instant after the last id, so that an id never repeats.
-      local record = u64(id) .. u64(deadline) .. pack('<I4', q)
+      local record = u64(id) .. u64(deadline) .. struct.pack('<I4', q)
       local value
       if bytes and expired == 0 then value = bytes .. record else value = 'Q' .. u64(id) .. keep .. record end
       if #value > 64 then return general().concurrency(keys, args, bytes, now) end
@@ -1099,12 +1081,12 @@ local function release(keys, args)
     local s = args[1]
     if (#s < 16 or (#s == 16 and s < '9007199254740992')) and string.find(s, '^[1-9]%d*$') then
       local key, id = keys[1], s + 0
-      local bytes = pcall_r('GET', key)
+      local bytes = redis.pcall('GET', key)
       if not bytes then return 0 end
       local n, last, id1, d1, u1, id2, d2, u2
       if not bytes.err then n, last, id1, d1, u1, id2, d2, u2 = lease_records(bytes) end
       if n then
-        local t = call('TIME')
+        local t = redis.call('TIME')
         local now = t[1] * 1000000 + t[2]
         local keep, latest, _, _, units = leases_at(bytes, now, n, id, id1, d1, u1, id2, d2, u2)
         if not units then return 0 end
@@ -1122,7 +1104,7 @@ local function release(keys, args)
         if ends then
           write(key, 'Q' .. u64(last) .. keep, ms_of(ends), nil)
         else
-          call('DEL', key)
+          redis.call('DEL', key)
         end
         return units
       end
@@ -1143,12 +1125,12 @@ local function renew(keys, args)
     local timeout = decimal(args[2], 1, 1e15 / unit)
     if timeout and (#s < 16 or (#s == 16 and s < '9007199254740992')) and string.find(s, '^[1-9]%d*$') then
       local key, id = keys[1], s + 0
-      local bytes = pcall_r('GET', key)
+      local bytes = redis.pcall('GET', key)
       if not bytes then return 0 end
       local n, last, id1, d1, u1, id2, d2, u2
       if not bytes.err then n, last, id1, d1, u1, id2, d2, u2 = lease_records(bytes) end
       if n then
-        local t = call('TIME')
+        local t = redis.call('TIME')
         local now = t[1] * 1000000 + t[2]
         local _, latest, _, expired, units = leases_at(bytes, now, n, id, id1, d1, u1, id2, d2, u2)
         if not units then return 0 end
@@ -1164,10 +1146,10 @@ local function renew(keys, args)
         else
           value = 'Q' .. u64(last)
           if d1 ~= 0 and now < d1 then
-            if id == id1 then value = value .. u64(id1) .. u64(deadline) .. pack('<I4', u1) else value = value .. sub(bytes, 10, 29) end
+            if id == id1 then value = value .. u64(id1) .. u64(deadline) .. struct.pack('<I4', u1) else value = value .. sub(bytes, 10, 29) end
           end
           if n == 2 and d2 ~= 0 and now < d2 then
-            if id == id2 then value = value .. u64(id2) .. u64(deadline) .. pack('<I4', u2) else value = value .. sub(bytes, 30, 49) end
+            if id == id2 then value = value .. u64(id2) .. u64(deadline) .. struct.pack('<I4', u2) else value = value .. sub(bytes, 30, 49) end
           end
         end
         local ends = latest
@@ -1180,13 +1162,10 @@ local function renew(keys, args)
   return general().renew(keys, args)
 end
 -- part: general
--- The general path: every option, every form of state, every error. Its
--- parts, from here to `general_end`, are built on the first call that needs
--- them: once in the library, where `general` then answers what it built;
--- in a script, on each call that takes it, so that a one-pass call never
--- pays for them. Each part gives the others the names it declares before
--- its block, and keeps its helpers in the block; the parts are written at
--- the left margin, as the files they are (functions/src).
+-- The general path: every option, form of state and error. Its parts, to
+-- `general_end`, are built by the first call that needs them (the library
+-- keeps them; a script builds them in each call that takes it). Each part
+-- declares before its block what others use, and keeps its helpers inside.
 function general()
 -- The standard library of the general path, and its helpers.
 local floor, fmt, sub, byte, char, rep, find = math.floor, string.format, string.sub, string.byte, string.char, string.rep, string.find
@@ -1194,8 +1173,7 @@ local lower, upper, concat, sort = string.lower, string.upper, table.concat, tab
 local pack, unpack = struct.pack, struct.unpack
 local call, pcall_r = redis.call, redis.pcall
 local set_repl, REPL_NONE, REPL_ALL = redis.set_repl, redis.REPL_NONE, redis.REPL_ALL
--- The values of a list (Lua's own `unpack`; the name above is struct's).
-local spread = _G.unpack
+local SETTINGS = settings()
 
 local function max(a, b) if a > b then return a end return b end
 local function min(a, b) if a < b then return a end return b end
@@ -1626,11 +1604,6 @@ local function refunded(lim, state, now, kind, value)
   end
   local d = lim:check(value, now, 0).d
   return { d = d, give = 'store', change = value, expires_at = now + d.reset }
-end
-
-local function gcd(a, b)
-  while b ~= 0 do a, b = b, a % b end
-  return a
 end
 
 -- x = q * d + r with 0 <= r < d, for |x| below 2^52.
@@ -2137,12 +2110,10 @@ local function block_plan(frame, ends, ms)
   return set_plan(block_header(ends) .. frame.body, ms)
 end
 -- part: algorithms
--- The rate algorithms (src/algorithms.rs): one row each, which its part
--- adds, by the module's order: its command and state (the codec's), its
--- name in RL.ALL, whether it reserves (takes WAIT), its parameters, how
--- its limiter is built (the one-pass limiter, checked with the errors
--- the module answers), how a state it reads is adopted and how it is
--- written.
+-- The rate algorithms (src/algorithms.rs), in the module's order: one row
+-- each, added by its part: its command and state, its name in RL.ALL,
+-- whether it takes WAIT, its parameters, how its limiter is built (with
+-- the module's errors), and how a state is adopted and written.
 local ALGORITHMS, ALGORITHM_OF = {}, {}
 
 local function algorithm(i, row)
@@ -2284,7 +2255,8 @@ do
     params = { { name = 'max_burst', lo = 0, hi = MAX_LIMIT - 1 }, { name = 'count', lo = 1, hi = MAX_LIMIT }, { name = 'period', duration = true } },
     build = function(v, args, from, unit)
       within_ahead(v[1] + 1, v[3], v[2], 'max_burst', 1, '(max_burst + 1) * period / count')
-      return setmetatable(gcra_limiter(args, from, unit), Gcra)
+      local limit, d, T, tol_u, tol_f = gcra_limiter(args, from, unit)
+      return setmetatable({ limit = limit, d = d, T = T, tol_u = tol_u, tol_f = tol_f, reserves = true }, Gcra)
     end,
     adopt = function(lim, raw) return lim:adopt(raw) end,
   })
@@ -2299,7 +2271,7 @@ do
 
   -- ceil((a * gpt + b) / gpm) µs, for a >= 0 and -gpt < b.
   function Bucket:time_for(a, b)
-    return refill_time(self, a, b) or beyond('the token bucket would refill')
+    return refill_time(self.gpt, self.gpm, a, b) or beyond('the token bucket would refill')
   end
 
   -- The time until full from (tok, gr).
@@ -2384,7 +2356,25 @@ do
     local tok, gr = self:level_at(state, now)
     if tok >= self.limit then return refunded(self, state, now, 'same') end
     if tok + q >= self.limit then return refunded(self, state, now, 'rested') end
-    return refunded(self, state, now, 'store', { tok = tok + q, gr = gr, at = now })
+    return refunded(self, state, now, 'store', self:owing(now, tok + q, gr))
+  end
+
+  -- rl-core's `owing`: the level (tok, gr) at `now`, below full, stored as
+  -- of `now` when a state may hold it; deeper (a refill owed to a later
+  -- instant, counted at a faster rate), as of the later instant at which
+  -- the refill brings it within one microsecond's refill of full: the same
+  -- level at every instant, in a state that reads back.
+  function Bucket:owing(now, tok, gr)
+    if tok >= -MAX_HELD then return { tok = tok, gr = gr, at = now } end
+    -- (limit - tok) * gpt - gr grains short of full: d whole µs of refill
+    -- and rem grains more.
+    local qd, r = muldivmod(self.limit - tok, self.gpt, self.gpm)
+    if not qd then beyond('the token bucket would refill') end
+    local extra, rem = divmod_floor(r - gr, self.gpm)
+    local at = now + qd + extra
+    if at >= RANGE.instant then beyond('the token bucket would be written') end
+    local nt, ng = divmod_floor(-rem, self.gpt)
+    return { tok = self.limit + nt, gr = ng, at = at }
   end
 
   -- A stored level in this bucket's grains: rounded toward less when it was
@@ -2411,7 +2401,8 @@ do
     params = { { name = 'capacity', lo = 1, hi = MAX_LIMIT }, { name = 'refill_count', lo = 1, hi = MAX_LIMIT }, { name = 'refill_period', duration = true } },
     build = function(v, args, from, unit)
       within_ahead(v[1], v[3], v[2], 'capacity', 0, 'capacity * refill_period / refill_count')
-      return setmetatable(bucket_limiter(args, from, unit), Bucket)
+      local capacity, gpt, gpm = bucket_limiter(args, from, unit)
+      return setmetatable({ limit = capacity, gpt = gpt, gpm = gpm, reserves = true }, Bucket)
     end,
     adopt = function(lim, raw) return lim:adopt(raw) end,
   })
@@ -2477,7 +2468,10 @@ do
   algorithm(3, {
     word = 'FIXED', reserves = false,
     params = { { name = 'limit', lo = 1, hi = MAX_LIMIT }, { name = 'window', duration = true } },
-    build = function(_, args, from, unit) return setmetatable(fixed_limiter(args, from, unit), Fixed) end,
+    build = function(_, args, from, unit)
+      local limit, w = fixed_limiter(args, from, unit)
+      return setmetatable({ limit = limit, w = w, reserves = false }, Fixed)
+    end,
   })
 end
 -- part: sliding_log
@@ -2569,7 +2563,10 @@ do
   algorithm(4, {
     word = 'SLIDING_LOG', reserves = true, logs = true,
     params = { { name = 'limit', setting = 'sliding_log_max_limit' }, { name = 'window', duration = true } },
-    build = function(_, args, from, unit) return setmetatable(log_limiter(args, from, unit), Log) end,
+    build = function(_, args, from, unit)
+      local limit, w = log_limiter(args, from, unit)
+      return setmetatable({ limit = limit, w = w, reserves = true }, Log)
+    end,
     plan = function(_, log, change, ms) return plan_log(log, change, ms) end,
     plan_refund = function(_, log, change, ms) return plan_shed(log, change, ms) end,
   })
@@ -2626,7 +2623,7 @@ do
     end
     if share + cur + q > limit then
       dec.blocked = true
-      dec.retry = until_(now, counter_next_fit(self, start, elapsed, prev, cur, q))
+      dec.retry = until_(now, counter_next_fit(self.limit, self.w, start, elapsed, prev, cur, q))
       return unchanged(dec)
     end
     local reset = self:reset(now, start, prev, cur + q)
@@ -2667,7 +2664,10 @@ do
   algorithm(5, {
     word = 'SLIDING_COUNTER', reserves = false,
     params = { { name = 'limit', lo = 1, hi = MAX_LIMIT }, { name = 'window', duration = true } },
-    build = function(_, args, from, unit) return setmetatable(counter_limiter(args, from, unit), Counter) end,
+    build = function(_, args, from, unit)
+      local limit, w = counter_limiter(args, from, unit)
+      return setmetatable({ limit = limit, w = w, reserves = false }, Counter)
+    end,
   })
 end
 -- part: concurrency
@@ -3307,10 +3307,10 @@ general = function() return G end
 return G
 end
 -- part: kept
--- What a function of the library keeps between calls (a script keeps
--- nothing: its whole text runs on each call): the limiters it built, by
--- unit and parameter strings (at most 1024, then forgotten all at once),
--- and the last expiry it wrote, as text (see `write`).
+-- What a function of the library keeps between calls (a script, nothing):
+-- its limiters' numbers by unit and parameter strings (1024, then all
+-- forgotten), the settings, and its last expiry as text (see `write`).
+-- RL.ALL keeps each algorithm's limiters apart, in kept[1] on.
 local function keep(kept, unit, args, from, n, lim)
   if kept.held >= 1024 then
     kept[1000000], kept[1000], kept.held = {}, {}, 0
@@ -3329,13 +3329,13 @@ local function keep(kept, unit, args, from, n, lim)
   kept.held = kept.held + 1
 end
 
-local function new_kept()
-  return { [1000000] = {}, [1000] = {}, held = 0, keep = keep }
+local function new_kept(algorithms)
+  local kept = { [1000000] = {}, [1000] = {}, held = 0, keep = keep, settings = settings() }
+  for i = 1, algorithms or 0 do kept[i] = new_kept() end
+  return kept
 end
 -- part: register
--- The functions, registered (written by functions/build.py from its table
--- FUNCTIONS): each makes the call its script's last line makes, with what
--- it keeps between calls.
+-- The functions: each makes its script's last call, with what it keeps.
 do
   local kept = new_kept()
   redis.register_function('rl_gcra', function(keys, args) return guard(rate, keys, args, kept, 1, 3, gcra_limiter, gcra_decide) end)
@@ -3357,7 +3357,7 @@ do
   redis.register_function('rl_sliding_counter', function(keys, args) return guard(rate, keys, args, kept, 5, 2, counter_limiter, counter_decide) end)
 end
 do
-  local kept = { new_kept(), new_kept(), new_kept(), new_kept(), new_kept() }
+  local kept = new_kept(5)
   redis.register_function('rl_all', function(keys, args) return guard(all, keys, args, kept) end)
 end
 redis.register_function('rl_concurrency', function(keys, args) return guard(concurrency, keys, args) end)

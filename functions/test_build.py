@@ -141,7 +141,7 @@ class Commands(unittest.TestCase):
 
 # What a function may find in the globals: Redis's libraries, and what a
 # script is given.
-GLOBALS = {"redis", "string", "math", "table", "struct", "_G", "pcall", "error", "type", "setmetatable", "ipairs"}
+GLOBALS = {"redis", "string", "math", "table", "struct", "unpack", "pcall", "error", "type", "setmetatable", "ipairs"}
 
 
 def globals_of(path):
@@ -160,6 +160,13 @@ def globals_of(path):
     return out, writes
 
 
+def main_opcodes(path):
+    """The opcodes of a compiled chunk's top level, in order."""
+    listing = subprocess.run([LUAC, "-p", "-l", str(path)], capture_output=True, text=True, check=True).stdout
+    main = listing.split("\nfunction <")[0]
+    return re.findall(r"^\s+\d+\s+\[\d+\]\s+(\w+)", main, re.M)
+
+
 @unittest.skipUnless(LUAC, "needs Lua 5.1's luac (.ci/setup installs it)")
 class Lua(unittest.TestCase):
     def test_the_library_and_every_script_compile_and_use_only_redis_s_globals(self):
@@ -175,6 +182,20 @@ class Lua(unittest.TestCase):
                     self.assertEqual(used["main"], {"redis"})
                 else:
                     self.assertLessEqual(used["main"], {"redis", "KEYS", "ARGV"}, path.name)
+
+    def test_a_script_s_top_level_builds_no_table(self):
+        # Its whole text runs on every EVALSHA: a table built there (the
+        # settings, a constant) would cost every call, used or not.
+        with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
+            build.main(["--out", tmp])
+            for path in sorted(pathlib.Path(tmp).glob("rl_*.lua")):
+                self.assertEqual(main_opcodes(path).count("NEWTABLE"), 0, path.name)
+
+    def test_a_table_at_a_script_s_top_level_is_seen(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            script = pathlib.Path(tmp) / "s.lua"
+            script.write_text("local SETTINGS = { shadow = false }\nreturn SETTINGS.shadow\n")
+            self.assertEqual(main_opcodes(script).count("NEWTABLE"), 1)
 
     def test_a_name_no_part_defines_is_found(self):
         # The check above sees a part that uses what its script lacks.

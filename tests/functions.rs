@@ -898,7 +898,9 @@ fn arithmetic_script() -> String {
     let source = common::library_source();
     let part = |name: &str| -> String {
         let marker = format!("-- part: {name}\n");
-        let start = source.find(&marker).unwrap_or_else(|| panic!("the library's part {name}"));
+        let start = source
+            .find(&marker)
+            .unwrap_or_else(|| panic!("the library's part {name}"));
         let end = source[start + marker.len()..]
             .find("-- part: ")
             .map_or(source.len(), |e| start + marker.len() + e);

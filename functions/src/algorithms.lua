@@ -1,9 +1,7 @@
--- The rate algorithms (src/algorithms.rs): one row each, which its part
--- adds, by the module's order: its command and state (the codec's), its
--- name in RL.ALL, whether it reserves (takes WAIT), its parameters, how
--- its limiter is built (the one-pass limiter, checked with the errors
--- the module answers), how a state it reads is adopted and how it is
--- written.
+-- The rate algorithms (src/algorithms.rs), in the module's order: one row
+-- each, added by its part: its command and state, its name in RL.ALL,
+-- whether it takes WAIT, its parameters, how its limiter is built (with
+-- the module's errors), and how a state is adopted and written.
 local ALGORITHMS, ALGORITHM_OF = {}, {}
 
 local function algorithm(i, row)

@@ -1,32 +1,16 @@
--- What every function runs on: the standard library of the one-pass calls,
--- bound on the first call, and the guard around each call.
---
--- On Redis 7.0 a library's top level runs without the standard libraries
--- (FUNCTION LOAD), so they are bound when a function is first called. A
--- script runs its whole text on each call, where each name bound here
--- costs it an upvalue: only what the one-pass calls use on every call is
--- bound here (the general path binds its own names, see `general`).
-local call, pcall_r, pack, unpack, fmt, pxat
-local function bind()
-  call, pcall_r = redis.call, redis.pcall
-  pack, unpack, fmt = struct.pack, struct.unpack, string.format
-  -- SET .. PXAT, which Redis 6.0 lacks. A server that does not say its
-  -- version to scripts (before 7.0: the scripts on Redis 6.x) is written
-  -- SET then PEXPIREAT, as the module writes there.
-  pxat = redis.REDIS_VERSION_NUM ~= nil
-end
+-- What every function runs on. A script runs its whole text each call, and
+-- each top-level function and each upvalue it takes costs an allocation:
+-- the one-pass parts look the standard library up where they use it.
 
 -- The general path: every option, every form of state, every error (the
 -- parts from `general` to `general_end`), built on the first call that
 -- needs it.
 local general
 
--- Every function runs behind this: the libraries bound on first use, a
--- refusal answered as the module words it (raised by `fail`, a table with
--- its message), and any other failure as an error that shows no script
--- location.
+-- Every function runs behind this: a refusal answered as the module words
+-- it (raised by `fail`, a table with its message), and any other failure
+-- as an error that shows no script location.
 local function guard(body, ...)
-  if not call then bind() end
   local ok, result = pcall(body, ...)
   if ok then return result end
   if type(result) == 'table' then

@@ -43,11 +43,6 @@ local function refunded(lim, state, now, kind, value)
   return { d = d, give = 'store', change = value, expires_at = now + d.reset }
 end
 
-local function gcd(a, b)
-  while b ~= 0 do a, b = b, a % b end
-  return a
-end
-
 -- x = q * d + r with 0 <= r < d, for |x| below 2^52.
 local function divmod_floor(x, d)
   local q = floor(x / d)

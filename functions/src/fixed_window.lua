@@ -58,6 +58,9 @@ do
   algorithm(3, {
     word = 'FIXED', reserves = false,
     params = { { name = 'limit', lo = 1, hi = MAX_LIMIT }, { name = 'window', duration = true } },
-    build = function(_, args, from, unit) return setmetatable(fixed_limiter(args, from, unit), Fixed) end,
+    build = function(_, args, from, unit)
+      local limit, w = fixed_limiter(args, from, unit)
+      return setmetatable({ limit = limit, w = w, reserves = false }, Fixed)
+    end,
   })
 end

@@ -127,7 +127,8 @@ do
     params = { { name = 'max_burst', lo = 0, hi = MAX_LIMIT - 1 }, { name = 'count', lo = 1, hi = MAX_LIMIT }, { name = 'period', duration = true } },
     build = function(v, args, from, unit)
       within_ahead(v[1] + 1, v[3], v[2], 'max_burst', 1, '(max_burst + 1) * period / count')
-      return setmetatable(gcra_limiter(args, from, unit), Gcra)
+      local limit, d, T, tol_u, tol_f = gcra_limiter(args, from, unit)
+      return setmetatable({ limit = limit, d = d, T = T, tol_u = tol_u, tol_f = tol_f, reserves = true }, Gcra)
     end,
     adopt = function(lim, raw) return lim:adopt(raw) end,
   })

@@ -1,7 +1,7 @@
--- What a function of the library keeps between calls (a script keeps
--- nothing: its whole text runs on each call): the limiters it built, by
--- unit and parameter strings (at most 1024, then forgotten all at once),
--- and the last expiry it wrote, as text (see `write`).
+-- What a function of the library keeps between calls (a script, nothing):
+-- its limiters' numbers by unit and parameter strings (1024, then all
+-- forgotten), the settings, and its last expiry as text (see `write`).
+-- RL.ALL keeps each algorithm's limiters apart, in kept[1] on.
 local function keep(kept, unit, args, from, n, lim)
   if kept.held >= 1024 then
     kept[1000000], kept[1000], kept.held = {}, {}, 0
@@ -20,6 +20,8 @@ local function keep(kept, unit, args, from, n, lim)
   kept.held = kept.held + 1
 end
 
-local function new_kept()
-  return { [1000000] = {}, [1000] = {}, held = 0, keep = keep }
+local function new_kept(algorithms)
+  local kept = { [1000000] = {}, [1000] = {}, held = 0, keep = keep, settings = settings() }
+  for i = 1, algorithms or 0 do kept[i] = new_kept() end
+  return kept
 end

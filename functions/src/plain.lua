@@ -1,19 +1,17 @@
--- The one-pass call: a call decided in one pass, reading its key once and
--- writing it once, with no table but its reply. It takes the plain call
--- (`params [quantity] [MS]`) and the options that change nothing of what
--- is decided at once (PEEK; BLOCK, WAIT and AT_MOST when the request is
--- allowed now; FORCE; a GCRA refund). Everything else, and every error,
--- takes the general path, which answers the same (tests/functions.rs
--- compares both with the module, call for call).
+-- The one pass: a call that reads its key once and writes it once, with no
+-- table but its reply: the plain call and the options that change nothing
+-- decided at once (PEEK; BLOCK, WAIT, AT_MOST when allowed now; FORCE; a
+-- GCRA refund). All else, every error too, takes the general path, which
+-- answers the same (tests/functions.rs compares both with the module).
 --
--- `kept` is what a function of the library keeps between calls (see
--- `kept`): the limiters it built, and its last expiry as text. A script
--- keeps nothing (nil).
+-- A limiter is the numbers its parameters give, limit first (nil: the
+-- general path words it). The bounds appear as numbers (see `bounds`):
+-- MAX_LIMIT 1e9, MAX_PERIOD 1e15 µs, MAX_HELD 4e9, RANGE.ahead 3e15 and
+-- RANGE.instant 6e15 µs. `kept`: what the library keeps (see `kept`); nil
+-- in a script.
 
--- A decimal integer as Redis reads it, when it is one from lo to hi (both
--- below 2^53): its value, else nil. (string.find is looked up here: this
--- runs for a limiter the library has not kept, and in a script, where a
--- name bound for every call would cost more.)
+-- A decimal integer as Redis reads it, from lo to hi (both below 2^53):
+-- its value, else nil.
 local function decimal(s, lo, hi)
   if #s <= 15 and (string.find(s, '^[1-9]%d*$') or s == '0') then
     local v = s + 0
@@ -22,14 +20,12 @@ local function decimal(s, lo, hi)
   return nil
 end
 
--- `[quantity] [options]` from args[from], where the one pass takes them:
--- the quantity, the unit (µs), how the units are taken ('take', 'refund',
--- 'force', 'wait' or 'at_most'), PEEK, and WAIT's and BLOCK's durations
--- (µs); nil for what the general path answers (an error, an option given
+-- `[quantity] [options]` from args[from]: the quantity, the unit (µs), the
+-- mode ('take', 'refund', 'force', 'wait', 'at_most'), PEEK, WAIT's and
+-- BLOCK's durations (µs); nil for the general path (an error, an option
 -- twice or in mixed case).
 local function request(args, from)
   local n = #args
-  if from > n then return 1, 1000000, 'take', false end
   local q, unit, mode, peek, wait, block = 1, 1000000, 'take', false, nil, nil
   local i = from
   while i <= n do
@@ -79,22 +75,22 @@ local function request(args, from)
 end
 
 -- SET with an absolute expiry (ms), as the module replicates it. The expiry
--- goes as the decimal string a command takes: Lua would format a number
--- argument with "%.14g", several thousand instructions, where '%d' costs a
--- fraction of that; the library keeps the last one, as it repeats (a fixed
--- window's end is that of every call in the window).
+-- goes as a string: Lua would format a number with "%.14g", far dearer than
+-- '%d'; the library keeps the last (a window's calls share it). A server
+-- that does not tell scripts its version (before 7.0) gets SET then
+-- PEXPIREAT, as from the module (Redis 6.0 has no PXAT).
 local function write(key, value, ms, kept)
   local text
   if kept and kept.ms == ms then
     text = kept.ms_text
   else
-    text = fmt('%d', ms)
+    text = string.format('%d', ms)
     if kept then kept.ms, kept.ms_text = ms, text end
   end
-  if pxat then
-    call('SET', key, value, 'PXAT', text)
+  if redis.REDIS_VERSION_NUM then
+    redis.call('SET', key, value, 'PXAT', text)
   else
-    call('SET', key, value)
-    call('PEXPIREAT', key, text)
+    redis.call('SET', key, value)
+    redis.call('PEXPIREAT', key, text)
   end
 end

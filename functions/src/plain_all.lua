@@ -22,7 +22,7 @@ end
 -- decision, 8 slots a limit, and the absent keys from slot 65.
 local function all_plain(keys, args, kept, S)
   local n = #keys
-  if n == 0 or n > 8 or SETTINGS.shadow then return nil end
+  if n == 0 or n > 8 or (kept and kept.settings or settings()).shadow then return nil end
   for i = 2, n do
     local k = keys[i]
     for j = 1, i - 1 do
@@ -40,11 +40,13 @@ local function all_plain(keys, args, kept, S)
     S[base + 5] = at + 1
     at = at + 1 + p
   end
-  local q, unit, mode, peek, wait, block = request(args, at)
+  local q, unit, mode, peek, wait, block = 1, 1000000, 'take', false, nil, nil
+  if at <= #args then q, unit, mode, peek, wait, block = request(args, at) end
   if not q or mode ~= 'take' or peek or wait or block then return nil end
   for i = 1, n do
     local base = (i - 1) * 8
     local alg, p, limiter, from = S[base + 1], S[base + 2], S[base + 3], S[base + 5]
+    -- The limiter's numbers (as `rate`), as a list.
     local lim
     local by_alg = kept and kept[alg]
     if by_alg then
@@ -55,22 +57,21 @@ local function all_plain(keys, args, kept, S)
       end
     end
     if not lim then
-      lim = limiter(args, from, unit)
-      if not lim then return nil end
+      lim = { limiter(args, from, unit) }
+      if not lim[1] then return nil end
       if by_alg then by_alg:keep(unit, args, from, p, lim) end
     end
     S[base + 3] = lim
   end
-  -- (_G.unpack: Lua's, which `unpack` above names struct's.)
   local values
   if n == 1 then
-    values = call('MGET', keys[1])
+    values = redis.call('MGET', keys[1])
   elseif n == 2 then
-    values = call('MGET', keys[1], keys[2])
+    values = redis.call('MGET', keys[1], keys[2])
   elseif n == 3 then
-    values = call('MGET', keys[1], keys[2], keys[3])
+    values = redis.call('MGET', keys[1], keys[2], keys[3])
   else
-    values = call('MGET', _G.unpack(keys, 1, n))
+    values = redis.call('MGET', unpack(keys, 1, n))
   end
   -- The absent keys, in slots 65 on.
   local absent = 64
@@ -80,13 +81,14 @@ local function all_plain(keys, args, kept, S)
       S[absent] = keys[i]
     end
   end
-  if absent > 64 and call('EXISTS', _G.unpack(S, 65, absent)) > 0 then return nil end
-  local t = call('TIME')
+  if absent > 64 and redis.call('EXISTS', unpack(S, 65, absent)) > 0 then return nil end
+  local t = redis.call('TIME')
   local now = t[1] * 1000000 + t[2]
   local refused = false
   for i = 1, n do
     local base = (i - 1) * 8
-    local blocked, remaining, retry, reset, value, ms = S[base + 4](S[base + 3], values[i] or nil, now, q, 'take')
+    local lim = S[base + 3]
+    local blocked, remaining, retry, reset, value, ms = S[base + 4](values[i] or nil, now, q, 'take', lim[1], lim[2], lim[3], lim[4], lim[5])
     -- (Slots 1, 2 and 5 are done with: the decision takes them.)
     if not blocked then return nil, values, now end
     S[base + 1], S[base + 2], S[base + 5], S[base + 6], S[base + 7], S[base + 8] = blocked, remaining, retry, reset, value, ms
@@ -119,7 +121,9 @@ local function all_plain(keys, args, kept, S)
     end
   end
   local base = (best - 1) * 8
-  local retry, reset = S[base + 5], S[base + 6]
+  local retry = S[base + 5]
+  local reset = S[base + 6]
+  -- (As `rate` rounds them.)
   if retry < 0 then
     retry = -1
   else
@@ -130,7 +134,7 @@ local function all_plain(keys, args, kept, S)
   local r = reset % unit
   reset = (reset - r) / unit
   if r > 0 then reset = reset + 1 end
-  return { S[base + 1], S[base + 3].limit, S[base + 2], retry, reset, best }
+  return { S[base + 1], S[base + 3][1], S[base + 2], retry, reset, best }
 end
 
 -- rl_all: the one pass, else the general path (handed what was read).

@@ -2,24 +2,26 @@
 -- `codec_fixed_window`). A state: 'F', the window's start (7 bytes) and the
 -- count (4 bytes).
 
--- The limiter of `limit window` (as gcra_limiter).
+-- The limiter of `limit window` (as gcra_limiter): the limit and the
+-- window (µs).
 local function fixed_limiter(args, from, unit)
-  local limit = decimal(args[from], 1, 1e9)
-  local window = decimal(args[from + 1], 1, 1e15 / unit)
-  if not (limit and window) then return nil end
-  return { limit = limit, w = window * unit, reserves = false }
+  local a, b = args[from], args[from + 1]
+  if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end
+  local limit, window = a + 0, b + 0
+  if limit > 1e9 or window > 1e15 / unit then return nil end
+  return limit, window * unit
 end
 
 -- The decision, as gcra_decide answers it ('refund' goes to the general
 -- path).
-local function fixed_decide(lim, bytes, now, q, mode)
-  if mode == 'refund' then return nil end
-  local w, limit = lim.w, lim.limit
+local function fixed_decide(bytes, now, q, mode, limit, w)
+  -- (A window cannot hold a later window's requests: WAIT is an error.)
+  if mode == 'refund' or mode == 'wait' then return nil end
   -- The window in force (aligned to the epoch) and its count.
   local start, used = now - now % w, 0
   if bytes then
     if #bytes ~= 12 then return nil end
-    local tag, s, count = unpack('<BI7I4', bytes)
+    local tag, s, count = struct.unpack('<BI7I4', bytes)
     if tag ~= 70 or count > 4e9 or s >= 6e15 then return nil end
     if s >= start then start, used = s - s % w, count end
   end
@@ -43,5 +45,5 @@ local function fixed_decide(lim, bytes, now, q, mode)
   if limit > count then left = limit - count end
   local ms = finish % 1000
   ms = (finish - ms) / 1000 + (ms > 0 and 1 or 0)
-  return 0, left, -1, to_end, pack('<BI7I4', 70, start, count), ms
+  return 0, left, -1, to_end, struct.pack('<BI7I4', 70, start, count), ms
 end

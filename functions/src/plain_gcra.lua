@@ -1,38 +1,40 @@
 -- GCRA in one pass (the general path: `gcra`, `codec_gcra`). A state in
 -- its usual form: 'G' and the TAT in ticks of 1/840 µs (9 bytes).
 
--- The limiter of `max_burst count period` (args[from] on, periods in
+-- The limiter of `max_burst count period` (args[from] on, the period in
 -- `unit` µs): the limit, the emission interval T / d µs in lowest terms,
--- the tolerance (tol_u µs and tol_f ticks of 1/d µs); nil for what the
--- general path must word (a parameter out of its range, or of the
--- edition's: (max_burst + 1) * period / count at most 3 * 10^15 µs).
+-- and the tolerance, tol_u µs and tol_f ticks of 1/d µs; nil past the
+-- edition's range ((max_burst + 1) * period / count at most 3e15 µs).
 local function gcra_limiter(args, from, unit)
-  local max_burst = decimal(args[from], 0, 1e9 - 1)
-  local count = decimal(args[from + 1], 1, 1e9)
-  local period = decimal(args[from + 2], 1, 1e15 / unit)
-  if not (max_burst and count and period) then return nil end
+  local a, b, c = args[from], args[from + 1], args[from + 2]
+  -- Integers as Redis reads them: max_burst may be 0, with no leading zero
+  -- (among digits, a < '1' is one; a string comparison costs less than a call).
+  if #a > 15 or #b > 15 or #c > 15 or (#a > 1 and a < '1')
+    or not string.find(a .. ' ' .. b .. ' ' .. c, '^%d+ [1-9]%d* [1-9]%d*$') then
+    return nil
+  end
+  local max_burst, count, period = a + 0, b + 0, c + 0
+  if max_burst >= 1e9 or count > 1e9 or period > 1e15 / unit then return nil end
   period = period * unit
-  local g, b = period, count
-  while b ~= 0 do g, b = b, g % b end
+  local g, r = period, count
+  while r ~= 0 do g, r = r, g % r end
   local limit, d, T = max_burst + 1, count / g, period / g
-  local tol_u, tol_f = muldivmod(limit, T, d)
+  local tol_u, tol_f
+  if d == 1 then tol_u, tol_f = limit * T, 0 else tol_u, tol_f = muldivmod(limit, T, d) end
   if not tol_u or tol_u > 3e15 or (tol_u == 3e15 and tol_f > 0) then return nil end
-  return { limit = limit, d = d, T = T, tol_u = tol_u, tol_f = tol_f, reserves = true }
+  return limit, d, T, tol_u, tol_f
 end
 
--- The decision at `now` on the stored bytes: blocked (0 or 1), remaining,
+-- The decision at `now` on the stored bytes: blocked (0, 1), remaining,
 -- retry (µs; -1 allowed, -2 never), reset (µs), and for a write the value
--- (true: delete the key) and its absolute expiry (ms); nil where the
--- general path must answer (another form of state, a block, a range to
--- report). `mode` as `request` gives it: 'wait' and 'at_most' decide as
--- 'take' (the caller hands a refusal to the general path).
-local function gcra_decide(lim, bytes, now, q, mode)
-  local d, T, limit = lim.d, lim.T, lim.limit
+-- (true: delete) and its expiry (ms); nil where the general path answers.
+-- 'wait' and 'at_most' decide as 'take' (a refusal goes to the general path).
+local function gcra_decide(bytes, now, q, mode, limit, d, T, tol_u, tol_f)
   -- The TAT in this limiter's ticks (tu µs and tf ticks), now at rest.
   local tu, tf, stored = now, 0, false
   if bytes then
     if #bytes ~= 9 then return nil end
-    local tag, lo, hi = unpack('<BI4I4', bytes)
+    local tag, lo, hi = struct.unpack('<BI4I4', bytes)
     if tag ~= 71 then return nil end
     -- (Whole divisions by `%`, exact on these integers below 2^42.)
     local hr = hi % 840
@@ -50,7 +52,7 @@ local function gcra_decide(lim, bytes, now, q, mode)
     end
     if u > now or (u == now and f > 0) then tu, tf, stored = u, f, true end
   end
-  local hu, hf = now + lim.tol_u, lim.tol_f
+  local hu, hf = now + tol_u, tol_f
   -- The answer, measured from the TAT it leaves (ru, rf).
   local blocked, retry, ru, rf = 0, -1, tu, tf
   local nu, nf
@@ -102,7 +104,7 @@ local function gcra_decide(lim, bytes, now, q, mode)
     local ul = nu % 2^32
     local low = ul * 840 + nf * (840 / d)
     local lo = low % 2^32
-    value = pack('<BI4I4', 71, lo, (nu - ul) / 2^32 * 840 + (low - lo) / 2^32)
+    value = struct.pack('<BI4I4', 71, lo, (nu - ul) / 2^32 * 840 + (low - lo) / 2^32)
     ru, rf = nu, nf
   end
   -- reset: to the TAT, rounded up; remaining: the requests that fit between

@@ -11,7 +11,7 @@ local function lease_records(bytes)
   local len = #bytes
   if len > 64 or len < 9 or (len - 9) % 20 ~= 0 then return nil end
   local n = (len - 9) / 20
-  local tag, last, id1, d1, u1, id2, d2, u2 = unpack('<BI8I8I8I4I8I8I4', bytes .. string.rep('\0', 40 - n * 20))
+  local tag, last, id1, d1, u1, id2, d2, u2 = struct.unpack('<BI8I8I8I4I8I8I4', bytes .. string.rep('\0', 40 - n * 20))
   if tag ~= 81 or last >= 2^53 or id1 >= 2^53 or d1 >= 2^53 or id2 >= 2^53 or d2 >= 2^53 then return nil end
   local newest = last
   if n == 2 then newest = id2 elseif n == 1 then newest = id1 end
@@ -53,7 +53,7 @@ end
 -- `n` as 8 bytes, little-endian.
 local function u64(n)
   local lo = n % 2^32
-  return pack('<I4I4', lo, (n - lo) / 2^32)
+  return struct.pack('<I4I4', lo, (n - lo) / 2^32)
 end
 
 -- ceil(µs / 1000): an expiry in ms.
@@ -69,21 +69,21 @@ end
 local function concurrency(keys, args)
   if #keys ~= 1 or #args < 2 then return general().concurrency(keys, args) end
   local q, unit, mode, peek, wait, block = request(args, 3)
-  local most = SETTINGS.concurrency_max_limit
+  local most = settings().concurrency_max_limit
   if most > 1e9 then most = 1e9 end
   local limit = decimal(args[1], 1, most)
   local timeout = q and decimal(args[2], 1, 1e15 / unit)
   if not (limit and timeout and mode == 'take') or wait or block then return general().concurrency(keys, args) end
   timeout = timeout * unit
   local key = keys[1]
-  local bytes = pcall_r('GET', key)
+  local bytes = redis.pcall('GET', key)
   local n, last, id1, d1, u1, id2, d2, u2 = 0, 0
   if bytes then
     if bytes.err then return general().concurrency(keys, args) end
     n, last, id1, d1, u1, id2, d2, u2 = lease_records(bytes)
     if not n then return general().concurrency(keys, args, bytes) end
   end
-  local t = call('TIME')
+  local t = redis.call('TIME')
   local now = t[1] * 1000000 + t[2]
   local keep, latest, held, expired = leases_at(bytes, now, n, nil, id1, d1, u1, id2, d2, u2)
   if latest < now then latest = now end
@@ -105,7 +105,7 @@ local function concurrency(keys, args)
       -- Appended to the value as it is, or the live leases rewritten after
       -- an expired one (plan_leases); the expiry no earlier than the
       -- instant after the last id, so that an id never repeats.
-      local record = u64(id) .. u64(deadline) .. pack('<I4', q)
+      local record = u64(id) .. u64(deadline) .. struct.pack('<I4', q)
       local value
       if bytes and expired == 0 then value = bytes .. record else value = 'Q' .. u64(id) .. keep .. record end
       if #value > 64 then return general().concurrency(keys, args, bytes, now) end
@@ -128,12 +128,12 @@ local function release(keys, args)
     local s = args[1]
     if (#s < 16 or (#s == 16 and s < '9007199254740992')) and string.find(s, '^[1-9]%d*$') then
       local key, id = keys[1], s + 0
-      local bytes = pcall_r('GET', key)
+      local bytes = redis.pcall('GET', key)
       if not bytes then return 0 end
       local n, last, id1, d1, u1, id2, d2, u2
       if not bytes.err then n, last, id1, d1, u1, id2, d2, u2 = lease_records(bytes) end
       if n then
-        local t = call('TIME')
+        local t = redis.call('TIME')
         local now = t[1] * 1000000 + t[2]
         local keep, latest, _, _, units = leases_at(bytes, now, n, id, id1, d1, u1, id2, d2, u2)
         if not units then return 0 end
@@ -151,7 +151,7 @@ local function release(keys, args)
         if ends then
           write(key, 'Q' .. u64(last) .. keep, ms_of(ends), nil)
         else
-          call('DEL', key)
+          redis.call('DEL', key)
         end
         return units
       end
@@ -172,12 +172,12 @@ local function renew(keys, args)
     local timeout = decimal(args[2], 1, 1e15 / unit)
     if timeout and (#s < 16 or (#s == 16 and s < '9007199254740992')) and string.find(s, '^[1-9]%d*$') then
       local key, id = keys[1], s + 0
-      local bytes = pcall_r('GET', key)
+      local bytes = redis.pcall('GET', key)
       if not bytes then return 0 end
       local n, last, id1, d1, u1, id2, d2, u2
       if not bytes.err then n, last, id1, d1, u1, id2, d2, u2 = lease_records(bytes) end
       if n then
-        local t = call('TIME')
+        local t = redis.call('TIME')
         local now = t[1] * 1000000 + t[2]
         local _, latest, _, expired, units = leases_at(bytes, now, n, id, id1, d1, u1, id2, d2, u2)
         if not units then return 0 end
@@ -193,10 +193,10 @@ local function renew(keys, args)
         else
           value = 'Q' .. u64(last)
           if d1 ~= 0 and now < d1 then
-            if id == id1 then value = value .. u64(id1) .. u64(deadline) .. pack('<I4', u1) else value = value .. sub(bytes, 10, 29) end
+            if id == id1 then value = value .. u64(id1) .. u64(deadline) .. struct.pack('<I4', u1) else value = value .. sub(bytes, 10, 29) end
           end
           if n == 2 and d2 ~= 0 and now < d2 then
-            if id == id2 then value = value .. u64(id2) .. u64(deadline) .. pack('<I4', u2) else value = value .. sub(bytes, 30, 49) end
+            if id == id2 then value = value .. u64(id2) .. u64(deadline) .. struct.pack('<I4', u2) else value = value .. sub(bytes, 30, 49) end
           end
         end
         local ends = latest

@@ -2,12 +2,14 @@
 -- `codec_sliding_counter`). A state: 'C', the current window's start (7
 -- bytes), the previous window's count and the current one's (4 bytes each).
 
--- The limiter of `limit window` (as gcra_limiter).
+-- The limiter of `limit window` (as gcra_limiter): the limit and the
+-- window (µs).
 local function counter_limiter(args, from, unit)
-  local limit = decimal(args[from], 1, 1e9)
-  local window = decimal(args[from + 1], 1, 1e15 / unit)
-  if not (limit and window) then return nil end
-  return { limit = limit, w = window * unit, reserves = false }
+  local a, b = args[from], args[from + 1]
+  if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end
+  local limit, window = a + 0, b + 0
+  if limit > 1e9 or window > 1e15 / unit then return nil end
+  return limit, window * unit
 end
 
 -- µs from now until the window that starts at `start` (counts prev and
@@ -21,8 +23,7 @@ end
 
 -- The earliest instant `q` more fit, once refused (Counter:next_fit): nil
 -- past 2^53.
-local function counter_next_fit(lim, start, elapsed, prev, cur, q)
-  local w, limit = lim.w, lim.limit
+local function counter_next_fit(limit, w, start, elapsed, prev, cur, q)
   if cur + q <= limit and prev > 0 then
     -- floor(n * w / prev) capped at w (Counter:span).
     local n, span = limit - cur - q, w
@@ -39,15 +40,15 @@ end
 
 -- The decision, as gcra_decide answers it ('refund' goes to the general
 -- path).
-local function counter_decide(lim, bytes, now, q, mode)
-  if mode == 'refund' then return nil end
-  local w, limit = lim.w, lim.limit
+local function counter_decide(bytes, now, q, mode, limit, w)
+  -- (A window cannot hold a later window's requests: WAIT is an error.)
+  if mode == 'refund' or mode == 'wait' then return nil end
   local current = now - now % w
   -- The window in force, the previous one's count and its own.
   local start, prev, cur = current, 0, 0
   if bytes then
     if #bytes ~= 16 then return nil end
-    local tag, s, p, c = unpack('<BI7I4I4', bytes)
+    local tag, s, p, c = struct.unpack('<BI7I4I4', bytes)
     if tag ~= 67 or p > 4e9 or c > 4e9 or s >= 6e15 then return nil end
     local st = s - s % w
     if st ~= s then p, c = 0, c + p end
@@ -80,7 +81,7 @@ local function counter_decide(lim, bytes, now, q, mode)
   else
     if q > limit then return 1, remaining, -2, reset end
     if share + cur + q > limit then
-      local at = counter_next_fit(lim, start, elapsed, prev, cur, q)
+      local at = counter_next_fit(limit, w, start, elapsed, prev, cur, q)
       if not at then return nil end
       local retry = 0
       if at > now then retry = at - now end
@@ -98,5 +99,5 @@ local function counter_decide(lim, bytes, now, q, mode)
   local rest = ms % 1000
   ms = (ms - rest) / 1000
   if rest > 0 then ms = ms + 1 end
-  return 0, left, -1, full, pack('<BI7I4I4', 67, start, prev, cur), ms
+  return 0, left, -1, full, struct.pack('<BI7I4I4', 67, start, prev, cur), ms
 end

@@ -3,37 +3,33 @@
 -- ring's oldest slot 0 (4 bytes), then the instants, oldest first (8 bytes
 -- each).
 
--- The limiter of `limit window` (as gcra_limiter; the limit is capped by
--- the sliding_log_max_limit setting).
+-- The limiter of `limit window` (as gcra_limiter; the limit capped by the
+-- sliding_log_max_limit setting): the limit, the window (µs), that cap,
+-- and a list for the log's instants (kept with the limiter: a script's
+-- lasts one call).
 local function log_limiter(args, from, unit)
-  local most = SETTINGS.sliding_log_max_limit
-  if most > 1e9 then most = 1e9 end
-  local limit = decimal(args[from], 1, most)
-  local window = decimal(args[from + 1], 1, 1e15 / unit)
-  if not (limit and window) then return nil end
-  return { limit = limit, w = window * unit, reserves = true }
+  local a, b = args[from], args[from + 1]
+  if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end
+  local cap = settings().sliding_log_max_limit
+  local limit, window = a + 0, b + 0
+  if limit > cap or limit > 1e9 or window > 1e15 / unit then return nil end
+  return limit, window * unit, cap, {}
 end
 
 -- The decision, as gcra_decide answers it ('refund' goes to the general
 -- path; a log with reservations, or that would grow past 64 bytes, too).
-local function log_decide(lim, bytes, now, q, mode)
+local function log_decide(bytes, now, q, mode, limit, w, cap, entries)
   if mode == 'refund' then return nil end
-  local w, limit = lim.w, lim.limit
-  -- The instants, in a list the limiter keeps (a script's lasts one call).
-  local entries, n = lim.entries, 0
+  local n = 0
   if bytes then
     local len = #bytes
     if len > 64 or len < 5 or (len - 5) % 8 ~= 0 then return nil end
-    local tag, oldest = unpack('<BI4', bytes)
+    local tag, oldest = struct.unpack('<BI4', bytes)
     if tag ~= 76 or oldest ~= 0 then return nil end
     n = (len - 5) / 8
-    if not entries then
-      entries = {}
-      lim.entries = entries
-    end
     local previous = 0
     for i = 1, n do
-      local v = unpack('<I8', bytes, 6 + (i - 1) * 8)
+      local v = struct.unpack('<I8', bytes, 6 + (i - 1) * 8)
       if v < previous or v >= 6e15 then return nil end
       entries[i], previous = v, v
     end
@@ -68,13 +64,13 @@ local function log_decide(lim, bytes, now, q, mode)
   if n > 0 and entries[n] > now then return nil end -- reservations to keep the newest
   local most = n + q
   if most > keep then most = keep end
-  if n >= keep or q > keep - n or most > SETTINGS.sliding_log_max_limit or 5 + (n + q) * 8 > 64 then
+  if n >= keep or q > keep - n or most > cap or 5 + (n + q) * 8 > 64 then
     return nil
   end
   local left = 0
   if limit > in_window + q then left = limit - in_window - q end
   local lo = now % 2^32
-  local value = string.rep(pack('<I4I4', lo, (now - lo) / 2^32), q)
+  local value = string.rep(struct.pack('<I4I4', lo, (now - lo) / 2^32), q)
   if bytes then value = bytes .. value else value = 'L\0\0\0\0' .. value end
   local ms = now + w
   local r = ms % 1000

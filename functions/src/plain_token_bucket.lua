@@ -4,28 +4,29 @@
 -- in debt (12 bytes).
 
 -- The limiter of `capacity refill_count refill_period` (as gcra_limiter):
--- a level is `tok` whole tokens and `gr` grains of 1/gpt token; a token
--- refills in gpt / gpm µs. nil past the edition's range (capacity *
--- refill_period / refill_count at most 3 * 10^15 µs).
+-- the capacity, and gpt, gpm: a level is `tok` whole tokens and `gr`
+-- grains of 1/gpt token; a token refills in gpt / gpm µs. nil past the
+-- edition's range (capacity * refill_period / refill_count at most 3e15 µs).
 local function bucket_limiter(args, from, unit)
-  local capacity = decimal(args[from], 1, 1e9)
-  local count = decimal(args[from + 1], 1, 1e9)
-  local period = decimal(args[from + 2], 1, 1e15 / unit)
-  if not (capacity and count and period) then return nil end
+  local a, b, c = args[from], args[from + 1], args[from + 2]
+  if #a > 15 or #b > 15 or #c > 15 or not string.find(a .. ' ' .. b .. ' ' .. c, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+    return nil
+  end
+  local capacity, count, period = a + 0, b + 0, c + 0
+  if capacity > 1e9 or count > 1e9 or period > 1e15 / unit then return nil end
   period = period * unit
-  local g, b = count, period
-  while b ~= 0 do g, b = b, g % b end
+  local g, r = count, period
+  while r ~= 0 do g, r = r, g % r end
   local gpt, gpm = period / g, count / g
   local full_u, full_r = muldivmod(capacity, gpt, gpm)
   if not full_u or full_u > 3e15 or (full_u == 3e15 and full_r > 0) then return nil end
-  return { limit = capacity, gpt = gpt, gpm = gpm, reserves = true }
+  return capacity, gpt, gpm
 end
 
 -- ceil((a * gpt + b) / gpm) µs, for a >= 0 and -gpt < b (Bucket:time_for);
 -- nil past 2^53.
-local function refill_time(lim, a, b)
-  local gpm = lim.gpm
-  local q, r = muldivmod(a, lim.gpt, gpm)
+local function refill_time(gpt, gpm, a, b)
+  local q, r = muldivmod(a, gpt, gpm)
   if not q then return nil end
   r = r + b
   local rest = r % gpm
@@ -37,13 +38,12 @@ end
 
 -- The decision, as gcra_decide answers it ('refund' goes to the general
 -- path; FORCE only where the bucket has the units, no debt).
-local function bucket_decide(lim, bytes, now, q, mode)
+local function bucket_decide(bytes, now, q, mode, limit, gpt, gpm)
   if mode == 'refund' then return nil end
-  local limit, gpt, gpm = lim.limit, lim.gpt, lim.gpm
   local tok, gr = limit, 0
   if bytes then
     if #bytes ~= 28 then return nil end
-    local tag, alo, ahi, sgpt, l0, l1, h0, h1 = unpack('<BI4I4I7I4I2I4I2', bytes)
+    local tag, alo, ahi, sgpt, l0, l1, h0, h1 = struct.unpack('<BI4I4I7I4I2I4I2', bytes)
     if tag ~= 84 or sgpt ~= gpt or h1 >= 32768 or ahi >= 2^21 then return nil end
     -- The stored level in whole tokens and grains.
     local lo48, hi48 = l1 * 2^32 + l0, h1 * 2^32 + h0
@@ -67,7 +67,7 @@ local function bucket_decide(lim, bytes, now, q, mode)
     if now >= at then
       local elapsed = now - at
       if elapsed > 0 and tok < limit then
-        local to_full = refill_time(lim, limit - tok, -gr)
+        local to_full = refill_time(gpt, gpm, limit - tok, -gr)
         if not to_full then return nil end
         if elapsed >= to_full then
           tok, gr = limit, 0
@@ -91,14 +91,14 @@ local function bucket_decide(lim, bytes, now, q, mode)
   end
   local reset = 0
   if tok < limit then
-    reset = refill_time(lim, limit - tok, -gr)
+    reset = refill_time(gpt, gpm, limit - tok, -gr)
     if not reset then return nil end
   end
   if q == 0 then return 0, remaining, -1, reset end
   if tok < q then
     if mode == 'force' then return nil end
     if q > limit then return 1, remaining, -2, reset end
-    local retry = refill_time(lim, q - tok, -gr)
+    local retry = refill_time(gpt, gpm, q - tok, -gr)
     if not retry then return nil end
     return 1, remaining, retry, reset
   end
@@ -107,7 +107,7 @@ local function bucket_decide(lim, bytes, now, q, mode)
   if now >= 6e15 or lt * gpt >= 2^52 then return nil end
   local full = 0
   if lt < limit then
-    full = refill_time(lim, limit - lt, -gr)
+    full = refill_time(gpt, gpm, limit - lt, -gr)
     if not full then return nil end
   end
   if now + full >= 6e15 then return nil end
@@ -116,7 +116,7 @@ local function bucket_decide(lim, bytes, now, q, mode)
   local h48 = (level - l48) / 2^48
   local nlo = now % 2^32
   local l32, h32 = l48 % 2^32, h48 % 2^32
-  local value = pack('<BI4I4I7I4I2I4I2', 84, nlo, (now - nlo) / 2^32, gpt, l32, (l48 - l32) / 2^32, h32, (h48 - h32) / 2^32)
+  local value = struct.pack('<BI4I4I7I4I2I4I2', 84, nlo, (now - nlo) / 2^32, gpt, l32, (l48 - l32) / 2^32, h32, (h48 - h32) / 2^32)
   local left = 0
   if lt > 0 then
     if lt < limit then left = lt else left = limit end

@@ -49,7 +49,7 @@ do
     end
     if share + cur + q > limit then
       dec.blocked = true
-      dec.retry = until_(now, counter_next_fit(self, start, elapsed, prev, cur, q))
+      dec.retry = until_(now, counter_next_fit(self.limit, self.w, start, elapsed, prev, cur, q))
       return unchanged(dec)
     end
     local reset = self:reset(now, start, prev, cur + q)
@@ -90,6 +90,9 @@ do
   algorithm(5, {
     word = 'SLIDING_COUNTER', reserves = false,
     params = { { name = 'limit', lo = 1, hi = MAX_LIMIT }, { name = 'window', duration = true } },
-    build = function(_, args, from, unit) return setmetatable(counter_limiter(args, from, unit), Counter) end,
+    build = function(_, args, from, unit)
+      local limit, w = counter_limiter(args, from, unit)
+      return setmetatable({ limit = limit, w = w, reserves = false }, Counter)
+    end,
   })
 end

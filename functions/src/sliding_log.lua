@@ -86,7 +86,10 @@ do
   algorithm(4, {
     word = 'SLIDING_LOG', reserves = true, logs = true,
     params = { { name = 'limit', setting = 'sliding_log_max_limit' }, { name = 'window', duration = true } },
-    build = function(_, args, from, unit) return setmetatable(log_limiter(args, from, unit), Log) end,
+    build = function(_, args, from, unit)
+      local limit, w = log_limiter(args, from, unit)
+      return setmetatable({ limit = limit, w = w, reserves = true }, Log)
+    end,
     plan = function(_, log, change, ms) return plan_log(log, change, ms) end,
     plan_refund = function(_, log, change, ms) return plan_shed(log, change, ms) end,
   })

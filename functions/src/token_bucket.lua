@@ -7,7 +7,7 @@ do
 
   -- ceil((a * gpt + b) / gpm) µs, for a >= 0 and -gpt < b.
   function Bucket:time_for(a, b)
-    return refill_time(self, a, b) or beyond('the token bucket would refill')
+    return refill_time(self.gpt, self.gpm, a, b) or beyond('the token bucket would refill')
   end
 
   -- The time until full from (tok, gr).
@@ -92,7 +92,25 @@ do
     local tok, gr = self:level_at(state, now)
     if tok >= self.limit then return refunded(self, state, now, 'same') end
     if tok + q >= self.limit then return refunded(self, state, now, 'rested') end
-    return refunded(self, state, now, 'store', { tok = tok + q, gr = gr, at = now })
+    return refunded(self, state, now, 'store', self:owing(now, tok + q, gr))
+  end
+
+  -- rl-core's `owing`: the level (tok, gr) at `now`, below full, stored as
+  -- of `now` when a state may hold it; deeper (a refill owed to a later
+  -- instant, counted at a faster rate), as of the later instant at which
+  -- the refill brings it within one microsecond's refill of full: the same
+  -- level at every instant, in a state that reads back.
+  function Bucket:owing(now, tok, gr)
+    if tok >= -MAX_HELD then return { tok = tok, gr = gr, at = now } end
+    -- (limit - tok) * gpt - gr grains short of full: d whole µs of refill
+    -- and rem grains more.
+    local qd, r = muldivmod(self.limit - tok, self.gpt, self.gpm)
+    if not qd then beyond('the token bucket would refill') end
+    local extra, rem = divmod_floor(r - gr, self.gpm)
+    local at = now + qd + extra
+    if at >= RANGE.instant then beyond('the token bucket would be written') end
+    local nt, ng = divmod_floor(-rem, self.gpt)
+    return { tok = self.limit + nt, gr = ng, at = at }
   end
 
   -- A stored level in this bucket's grains: rounded toward less when it was
@@ -119,7 +137,8 @@ do
     params = { { name = 'capacity', lo = 1, hi = MAX_LIMIT }, { name = 'refill_count', lo = 1, hi = MAX_LIMIT }, { name = 'refill_period', duration = true } },
     build = function(v, args, from, unit)
       within_ahead(v[1], v[3], v[2], 'capacity', 0, 'capacity * refill_period / refill_count')
-      return setmetatable(bucket_limiter(args, from, unit), Bucket)
+      local capacity, gpt, gpm = bucket_limiter(args, from, unit)
+      return setmetatable({ limit = capacity, gpt = gpt, gpm = gpm, reserves = true }, Bucket)
     end,
     adopt = function(lim, raw) return lim:adopt(raw) end,
   })

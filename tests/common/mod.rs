@@ -93,7 +93,11 @@ pub fn scripts_of(library: &str) -> Vec<(String, String)> {
         .map(|(name, prelude, names, last)| {
             let mut script = format!("{prelude}\n");
             for part in names.split(' ') {
-                script.push_str(parts.get(part).unwrap_or_else(|| panic!("{name}: no part {part}")));
+                script.push_str(
+                    parts
+                        .get(part)
+                        .unwrap_or_else(|| panic!("{name}: no part {part}")),
+                );
             }
             script.push_str(last);
             script.push('\n');
