@@ -208,7 +208,11 @@ def scripts_from_library(text):
     (names apart by spaces) in turn, then LAST and a newline.
     """
     parts, recipes, current = {}, {}, None
-    for line in text.splitlines(keepends=True):
+    # Lines end at '\n' alone (str.splitlines would also break at '\f',
+    # '\x85', '\u2028', ...).
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    for line in lines:
         if line.startswith(MARKER):
             current = line[len(MARKER):].strip()
             parts[current] = []

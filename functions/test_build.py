@@ -41,6 +41,10 @@ class Rule(unittest.TestCase):
             },
         )
 
+    def test_lines_end_at_newlines_only(self):
+        text = SMALL.replace("local C = 3\n", "local C = '\f\x85\u2028'\n")
+        self.assertEqual(build.scripts_from_library(text)["g"], "PRE2\n-- part: c\nlocal C = '\f\x85\u2028'\nLAST\n")
+
     def test_only_header_lines_name_scripts(self):
         text = SMALL + "-- script h: X | a | Y\n"
         self.assertEqual(sorted(build.scripts_from_library(text)), ["f", "g"])
