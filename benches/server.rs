@@ -6,6 +6,8 @@
 //!   with `SCRIPT LOAD` + `EVALSHA`),
 //! - the functions edition (`functions/ratelimit.lua`, `FUNCTION LOAD`):
 //!   each command as `FCALL rl_<name>`, and its lease and refund pairs,
+//!   and the same through each function's script (`EVALSHA`, the scripts
+//!   built from the library as `functions/build.py --out` writes them),
 //! - redis-cell's `CL.THROTTLE` when `RL_CELL_MODULE` points at its `.so`,
 //!
 //! on one key and on 100,000 random keys, at pipeline 1 and 16; and leases,
@@ -30,7 +32,10 @@
 //! 200000; a run at pipeline 1 makes a fifth of them), `RL_CELL_MODULE`,
 //! `RL_BENCH_CALLGRIND`, `RL_BENCH_CALLGRIND_RUNS` (callgrind runs per
 //! workload, whose median counts; default 3), `RL_BENCH_ONLY`
-//! (comma-separated parts of workload names: run only those, and INCR).
+//! (comma-separated parts of workload names: run only those, and INCR),
+//! `RL_BENCH_CALLGRIND_LONG_ONLY=1` (callgrind only the 60-second rows),
+//! `RL_BENCH_BEFORE` (a directory with an earlier revision's `ratelimit.lua`
+//! and `scripts/rl_gcra.lua`: its FCALL rows and that script's, beside).
 
 // The integration tests' harness, for its table of the module's commands.
 #[path = "../tests/common/mod.rs"]
@@ -387,6 +392,8 @@ fn lease_workloads(server: &Server) -> Vec<Leases> {
     };
     let (acquire, release) = (load("concurrency_acquire.lua"), load("concurrency_release.lua"));
     let (gcra, gcra_refund) = (load("gcra.lua"), load("gcra_refund.lua"));
+    // The functions' scripts, built from the library.
+    let scripts = load_scripts(server, &common::scripts());
     // A GCRA limit of 100 (the other rows' rate) and a minute: the pairs'
     // units are back before the next batch.
     let gcra_params = ["99", "100", "60"];
@@ -432,6 +439,29 @@ fn lease_workloads(server: &Server) -> Vec<Leases> {
             released: None,
         },
         Leases {
+            name: SCRIPT_LEASES,
+            acquire: strings(&[
+                "EVALSHA",
+                &scripts["rl_concurrency"],
+                "1",
+                "{key}",
+                LEASE_LIMIT,
+                LEASE_TIMEOUT,
+            ]),
+            release: strings(&["EVALSHA", &scripts["rl_release"], "1", "{key}", "{lease}"]),
+            stats: vec!["evalsha"],
+            versus: LUA_LEASES,
+            released: Some(1),
+        },
+        Leases {
+            name: SCRIPT_REFUNDS,
+            acquire: with(&["EVALSHA", &scripts["rl_gcra"], "1", "{key}"], &[]),
+            release: with(&["EVALSHA", &scripts["rl_gcra"], "1", "{key}"], &["1", "REFUND"]),
+            stats: vec!["evalsha"],
+            versus: LUA_REFUNDS,
+            released: None,
+        },
+        Leases {
             name: LUA_REFUNDS,
             acquire: with(&["EVALSHA", &gcra, "1", "{key}"], &[]),
             release: with(&["EVALSHA", &gcra_refund, "1", "{key}"], &["1"]),
@@ -461,6 +491,8 @@ fn lease_workloads(server: &Server) -> Vec<Leases> {
 const LEASES: &str = "RL.CONCURRENCY + RL.RELEASE";
 const FCALL_LEASES: &str = "FCALL rl_concurrency + rl_release";
 const FCALL_REFUNDS: &str = "FCALL rl_gcra + rl_gcra REFUND";
+const SCRIPT_LEASES: &str = "EVALSHA rl_concurrency + rl_release";
+const SCRIPT_REFUNDS: &str = "EVALSHA rl_gcra + rl_gcra REFUND";
 const LUA_LEASES: &str = "Lua sorted set: acquire + release";
 const REFUNDS: &str = "RL.GCRA + RL.GCRA REFUND";
 const LUA_REFUNDS: &str = "Lua gcra + gcra_refund";
@@ -811,18 +843,27 @@ fn workloads(server: &Server) -> Vec<Workload> {
     let library =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("functions/ratelimit.lua"))
             .expect("functions/ratelimit.lua");
-    let _: String = redis::cmd("FUNCTION")
-        .arg("LOAD")
-        .arg("REPLACE")
-        .arg(&library)
-        .query(&mut server.connection())
-        .expect("FUNCTION LOAD");
+    function_load(server, &library, "functions/ratelimit.lua");
     for sample in common::rate_commands() {
         let function = common::function_of(sample.name).expect("a function per command");
         let params = rate(sample);
         let mut args = vec!["FCALL", function.as_str(), "1", "{key}"];
         args.extend(params.iter().map(String::as_str));
         list.push(w(&format!("FCALL {function}"), "fcall", &args));
+    }
+    // rl_gcra with each option the module's rows take (mostly allowed at
+    // once, on random keys).
+    for (name, extra) in [
+        (GCRA_BLOCK, &["BLOCK", "600"][..]),
+        (GCRA_WAIT, &["WAIT", "5"]),
+        (GCRA_FORCE, &["1", "FORCE"]),
+        (GCRA_THREE, &["3"]),
+        (GCRA_AT_MOST, &["3", "AT_MOST"]),
+    ] {
+        let mut args = vec!["FCALL", "rl_gcra", "1", "{key}", "99", "100", "{period}"];
+        args.extend_from_slice(extra);
+        let option = name.trim_start_matches("RL.GCRA");
+        list.push(w(&format!("FCALL rl_gcra{option}"), "fcall", &args));
     }
     list.push(w(
         "FCALL rl_concurrency",
@@ -855,6 +896,42 @@ fn workloads(server: &Server) -> Vec<Workload> {
             "{period}",
         ],
     ));
+    // Each function's script (built from the library, as a user loads it
+    // for EVALSHA): every FCALL row again, as `EVALSHA <script>`.
+    let shas = load_scripts(server, &common::scripts());
+    let fcalls: Vec<Workload> = list.iter().filter(|w| w.args[0] == "FCALL").cloned().collect();
+    for f in &fcalls {
+        list.push(as_script(f, "EVALSHA ", &shas[&f.args[1]]));
+    }
+    // An earlier revision's library and scripts, when RL_BENCH_BEFORE names
+    // a directory holding them (ratelimit.lua, scripts/rl_gcra.lua): every
+    // FCALL row again on that library, and EVALSHA of its rl_gcra script.
+    if let Ok(dir) = std::env::var("RL_BENCH_BEFORE") {
+        let dir = Path::new(&dir);
+        let library =
+            std::fs::read_to_string(dir.join("ratelimit.lua")).expect("RL_BENCH_BEFORE/ratelimit.lua");
+        // Loaded beside the current library: its name and its functions'
+        // renamed (the load fails if a name is left as it was).
+        let renamed = library
+            .replacen("#!lua name=ratelimit", "#!lua name=ratelimit_before", 1)
+            .replace("register_function('rl_", "register_function('before_rl_")
+            .replace("function_name = 'rl_", "function_name = 'before_rl_");
+        function_load(server, &renamed, "RL_BENCH_BEFORE/ratelimit.lua");
+        for f in &fcalls {
+            let mut before = f.clone();
+            before.name = f.name.replacen("FCALL ", BEFORE_FCALL, 1);
+            before.args[1] = format!("before_{}", f.args[1]);
+            list.push(before);
+        }
+        let script = std::fs::read_to_string(dir.join("scripts/rl_gcra.lua"))
+            .expect("RL_BENCH_BEFORE/scripts/rl_gcra.lua");
+        let shas = load_scripts(server, &[("rl_gcra".to_string(), script)]);
+        let gcra = fcalls
+            .iter()
+            .find(|f| f.name == "FCALL rl_gcra")
+            .expect("FCALL rl_gcra");
+        list.push(as_script(gcra, BEFORE_EVALSHA, &shas["rl_gcra"]));
+    }
     // Leases taken and never released (they end at the period's end): the
     // acquire alone, on the redis-benchmark rows; pairs are driven apart.
     let acquire_lua = std::fs::read_to_string(lua_dir.join("concurrency_acquire.lua")).unwrap();
@@ -939,6 +1016,53 @@ fn workloads(server: &Server) -> Vec<Workload> {
     }
     list
 }
+
+/// `FUNCTION LOAD REPLACE` of a library (`what` names it in a failure).
+fn function_load(server: &Server, library: &str, what: &str) {
+    let loaded: redis::RedisResult<String> = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(library)
+        .query(&mut server.connection());
+    if let Err(e) = loaded {
+        panic!("FUNCTION LOAD of {what}: {e}");
+    }
+}
+
+/// `SCRIPT LOAD` of each (name, text): the SHA1 of each name.
+fn load_scripts(server: &Server, scripts: &[(String, String)]) -> BTreeMap<String, String> {
+    let mut con = server.connection();
+    scripts
+        .iter()
+        .map(|(name, text)| {
+            let sha: String = redis::cmd("SCRIPT")
+                .arg("LOAD")
+                .arg(text)
+                .query(&mut con)
+                .unwrap();
+            (name.clone(), sha)
+        })
+        .collect()
+}
+
+/// An FCALL row as `EVALSHA sha` of the function's script, its name's
+/// "FCALL " replaced by `prefix`.
+fn as_script(f: &Workload, prefix: &str, sha: &str) -> Workload {
+    let mut args = f.args.clone();
+    args[0] = "EVALSHA".into();
+    args[1] = sha.into();
+    Workload {
+        name: f.name.replacen("FCALL ", prefix, 1),
+        stat: "evalsha".into(),
+        args,
+        ..f.clone()
+    }
+}
+
+/// Name prefixes of the rows of `RL_BENCH_BEFORE`, an earlier revision's
+/// library and rl_gcra script.
+const BEFORE_FCALL: &str = "before: FCALL ";
+const BEFORE_EVALSHA: &str = "before: EVALSHA ";
 
 /// The period of the throughput runs and the base instruction counts (s).
 const PERIOD: &str = "1";
@@ -1222,7 +1346,14 @@ fn main() {
     server.stop();
 
     let instructions = if std::env::var("RL_BENCH_CALLGRIND").is_ok_and(|v| v == "1") {
-        let mut all = list.clone();
+        // RL_BENCH_CALLGRIND_LONG_ONLY=1: only the 60-second rows (and
+        // those without a period), for a shorter run.
+        let long_only = std::env::var("RL_BENCH_CALLGRIND_LONG_ONLY").is_ok_and(|v| v == "1");
+        let mut all: Vec<Workload> = list
+            .iter()
+            .filter(|w| !long_only || !w.args.iter().any(|a| a == "{period}"))
+            .cloned()
+            .collect();
         all.extend(long_period_variants(&list));
         all.extend(floor_workloads());
         instructions_per_call(&all, &leases, 20_000)
@@ -1292,6 +1423,7 @@ fn markdown(r: &Report) -> String {
         r.machine["cpu"], r.machine["cores"], r.machine["server"], r.rounds, r.requests_per_run
     );
     s.push_str(&targets(r));
+    s.push_str(&scripts_table(r));
     s.push_str(
         "| workload | keys | pipeline | requests/s | vs INCR | server µs/call |\n|---|---|---|---|---|---|\n",
     );
@@ -1470,6 +1602,55 @@ fn markdown(r: &Report) -> String {
 
 /// The issues' targets, each computed from this run's figures: what is
 /// compared, the ratio, the bound, and whether it holds.
+/// Each script's instruction count beside its function's: (EVALSHA row,
+/// FCALL row), the 60-second rows and the pairs.
+fn script_rows(r: &Report) -> Vec<(String, String)> {
+    let mut rows: Vec<(String, String)> = r
+        .instructions_per_call
+        .keys()
+        .filter(|name| name.starts_with("EVALSHA ") && name.ends_with(LONG))
+        .map(|name| (name.clone(), name.replacen("EVALSHA ", "FCALL ", 1)))
+        .collect();
+    for (script, function) in [(SCRIPT_LEASES, FCALL_LEASES), (SCRIPT_REFUNDS, FCALL_REFUNDS)] {
+        rows.push((format!("{script}{PAIR}"), format!("{function}{PAIR}")));
+    }
+    rows.retain(|(s, f)| r.instructions_per_call.contains_key(s) && r.instructions_per_call.contains_key(f));
+    rows
+}
+
+/// The functions edition's table: each function through FCALL and its
+/// script through EVALSHA, and an earlier revision's when measured
+/// (RL_BENCH_BEFORE).
+fn scripts_table(r: &Report) -> String {
+    let inst = |name: &str| r.instructions_per_call.get(name).copied();
+    let rows = script_rows(r);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\nThe functions edition: instructions per call, FCALL of the library and EVALSHA of each function's script (60 s, random keys):\n\n\
+         | workload | FCALL | EVALSHA | EVALSHA / FCALL | before: FCALL | FCALL / before | before: EVALSHA |\n|---|---|---|---|---|---|---|\n",
+    );
+    let show = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.0}"));
+    for (script, function) in rows {
+        let (f, e) = (inst(&function), inst(&script));
+        let before = inst(&function.replacen("FCALL ", BEFORE_FCALL, 1));
+        let before_script = inst(&function.replacen("FCALL ", BEFORE_EVALSHA, 1));
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            function.trim_start_matches("FCALL "),
+            show(f),
+            show(e),
+            e.zip(f).map_or(String::new(), |(e, f)| format!("{:.3}", e / f)),
+            show(before),
+            f.zip(before)
+                .map_or(String::new(), |(f, b)| format!("{:.4}", f / b)),
+            show(before_script),
+        ));
+    }
+    s
+}
+
 fn targets(r: &Report) -> String {
     let inst = |name: &str| r.instructions_per_call.get(name).copied();
     let rps = |name: &str, keys: &str| {
@@ -1632,6 +1813,15 @@ fn targets(r: &Report) -> String {
                 .zip(inst(&format!("{script}{PAIR}")))
                 .map(|(a, b)| a / b),
             1.0,
+            true,
+        ));
+    }
+    // The scripts: each at most 1.25 times its function (SPEC 17).
+    for (script, function) in script_rows(r) {
+        rows.push((
+            format!("instructions: {script} / {function}"),
+            inst(&script).zip(inst(&function)).map(|(a, b)| a / b),
+            1.25,
             true,
         ));
     }
