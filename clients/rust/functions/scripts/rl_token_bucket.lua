@@ -738,7 +738,25 @@ function Bucket:refund(state, now, q)
   local tok, gr = self:level_at(state, now)
   if tok >= self.limit then return refunded(self, state, now, 'same') end
   if tok + q >= self.limit then return refunded(self, state, now, 'rested') end
-  return refunded(self, state, now, 'store', { tok = tok + q, gr = gr, at = now })
+  return refunded(self, state, now, 'store', self:owing(now, tok + q, gr))
+end
+
+-- rl-core's `owing`: the level (tok, gr) at `now`, below full, stored as of
+-- `now` when a state may hold it; deeper (a refill owed to a later instant,
+-- counted at a faster rate), as of the later instant at which the refill
+-- brings it within one microsecond's refill of full: the same level at
+-- every instant, in a state that reads back.
+function Bucket:owing(now, tok, gr)
+  if tok >= -MAX_HELD then return { tok = tok, gr = gr, at = now } end
+  -- (limit - tok) * gpt - gr grains short of full: d whole µs of refill and
+  -- rem grains more.
+  local qd, r = muldivmod(self.limit - tok, self.gpt, self.gpm)
+  if not qd then beyond('the token bucket would refill') end
+  local extra, rem = divmod_floor(r - gr, self.gpm)
+  local at = now + qd + extra
+  if at >= RANGE.instant then beyond('the token bucket would be written') end
+  local nt, ng = divmod_floor(-rem, self.gpt)
+  return { tok = self.limit + nt, gr = ng, at = at }
 end
 
 -- A stored level in this bucket's grains: rounded toward less when it was
