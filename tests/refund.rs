@@ -88,6 +88,45 @@ fn a_refund_that_rests_the_limiter_deletes_its_key() {
     }
 }
 
+/// A bucket's 28 bytes: updated_at (µs), grains per token, level in grains.
+fn bucket_state(c: &mut Connection, key: &str) -> (u64, u64, i128) {
+    let bytes: Vec<u8> = cmd(&["GET", key]).query(c).unwrap();
+    assert_eq!((bytes.len(), bytes.first()), (28, Some(&b'T')), "{bytes:?}");
+    let field = |from: usize, to: usize| {
+        bytes[from..to]
+            .iter()
+            .rev()
+            .fold(0u128, |v, b| (v << 8) | u128::from(*b))
+    };
+    let level = ((field(16, 28) << 32) as i128) >> 32;
+    (field(1, 9) as u64, field(9, 16) as u64, level)
+}
+
+/// Regression: a slow bucket's reservation, 100 s ahead, refunded at a rate
+/// of 10^9 tokens per 2 ms, owes 5 * 10^13 tokens of refill: deeper than a
+/// stored debt may go. It was stored as of now, and every later call on
+/// the key answered "does not hold a valid RL.TOKEN_BUCKET state". It is
+/// stored as of the instant the refill brings it near full, the
+/// reservation's own here: the same level at every instant.
+#[test]
+fn a_refund_owing_a_deep_refill_leaves_a_state_that_reads_back() {
+    let s = Server::start();
+    let mut c = s.client();
+    let slow = ["RL.TOKEN_BUCKET", "r:deep", "1", "1", "100"];
+    assert_eq!(five(&mut c, &slow).counts(), (false, 1, 0));
+    let reserved = five(&mut c, &with(&slow, &["1", "WAIT", "200"]));
+    assert!(!reserved.blocked && reserved.retry_after >= 99, "{reserved:?}");
+    let (at, grains, level) = bucket_state(&mut c, "r:deep");
+    assert_eq!((grains, level), (100_000_000, 0));
+    let fast = ["RL.TOKEN_BUCKET", "r:deep", "20", "1000000000", "2"];
+    let refunded = five(&mut c, &with(&fast, &["1", "MS", "REFUND"]));
+    assert_eq!((refunded.counts(), refunded.retry_after), ((false, 20, 0), -1));
+    // One token (a grain at this rate) more, as of the reservation's instant.
+    assert_eq!(bucket_state(&mut c, "r:deep"), (at, 1, 1));
+    assert_eq!(five(&mut c, &with(&fast, &["0", "MS"])).counts(), (false, 20, 0));
+    assert_eq!(five(&mut c, &with(&slow, &["0"])).counts(), (false, 1, 0));
+}
+
 #[test]
 fn a_refund_that_changes_nothing_writes_nothing() {
     let s = Server::start();

@@ -150,6 +150,37 @@ impl TokenBucket {
         }
     }
 
+    /// The bucket at `level` grains (below `full`) as of `now`, stored as of
+    /// `now` when the level is in the state's range. A deeper level (the
+    /// refill owed before a reservation's instant, or a clock stepped back,
+    /// once a faster rate counts it) is stored as of the later instant at
+    /// which the same refill brings it within one microsecond's refill of
+    /// full: the same level at `now` and after, so the same decisions, in a
+    /// state that reads back. (One microsecond refills at most 10^9 tokens,
+    /// within the `MAX_HELD` range.)
+    fn owing(&self, now: Instant, level: i128) -> Tokens {
+        let token = i128::from(self.grains_per_token);
+        if level >= -i128::from(MAX_HELD) * token {
+            return Tokens {
+                level,
+                grains_per_token: self.grains_per_token,
+                updated_at: now,
+            };
+        }
+        let rate = i128::from(self.grains_per_micro);
+        // full - level > 0: at most full, the deepest stored debt and 2^64 µs
+        // of owed refill at 10^9 grains each, below 2^100.
+        let ahead = (self.full() - level) / rate;
+        // The owed refill came from an instant at most that far ahead: a
+        // stored one, a u64 of µs.
+        let micros = u64::try_from(ahead).unwrap_or(u64::MAX);
+        Tokens {
+            level: level + i128::from(micros) * rate,
+            grains_per_token: self.grains_per_token,
+            updated_at: Instant::from_micros(now.as_micros().saturating_add(micros)),
+        }
+    }
+
     /// Time until `grains` more have dripped in, rounded up to the µs.
     fn time_for(&self, grains: i128) -> Micros {
         let grains = u128::try_from(grains).unwrap_or(0);
@@ -237,11 +268,7 @@ impl Limiter for TokenBucket {
                 match added {
                     _ if level >= full => After::Same,
                     l if l >= full => After::Rested,
-                    l => After::State(Tokens {
-                        level: l,
-                        grains_per_token: self.grains_per_token,
-                        updated_at: now,
-                    }),
+                    l => After::State(self.owing(now, l)),
                 }
             }
             _ => After::Same,

@@ -103,3 +103,43 @@ fn a_large_bucket_keeps_its_level_when_the_rate_changes() {
         [0, 1_000_000_000, 699_999_999, -1, 300_000_001_000_000_000]
     );
 }
+
+/// Regression: a refund where the refill owed to a later instant (the
+/// clock stepped back here; a reservation's instant does the same) is
+/// deeper than a stored debt may be, once a fast rate counts it in tokens,
+/// was stored as of now, a state that did not read back ("token level or
+/// refill unit out of range" on every later call). It is stored as of the
+/// later instant at which the refill brings it near full: the same level
+/// at every instant, so the same decisions as GCRA's.
+#[test]
+fn a_refund_owing_a_deep_refill_is_stored_in_range() {
+    // 20 tokens, 10^9 per 2 ms: one token is one grain, 500,000 a µs.
+    let bucket = TokenBucket::new(20, 1_000_000_000, 2 * MS).unwrap();
+    let gcra = rl_core::Gcra::new(19, 1_000_000_000, 2 * MS).unwrap();
+    let (mut d, mut g) = (Driver::new(bucket), Driver::new(gcra));
+    assert_eq!(d.call(T0, 1), g.call(T0, 1));
+    // 10 s and 3 µs back: 5 * 10^12 + 1.5 * 10^6 tokens owed, less 7.
+    let back = T0 - 10 * SEC - 3;
+    let (decision, giveback) = d.refund(back, 7);
+    assert_eq!(decision, g.refund(back, 7).0);
+    assert_eq!(decision.to_reply(Millis), [0, 20, 0, -1, 10_001]);
+    let rl_core::Giveback::Store(update) = giveback else {
+        panic!("{giveback:?}");
+    };
+    // The level at `back` is 26 - 5 * 10^12 - 1.5 * 10^6 grains: as of
+    // T0 - 1 µs, 10,000,002 µs later, it is 26 - 500,000.
+    let stored = update.change;
+    assert_eq!(stored.updated_at(), Instant::from_micros(T0 - 1));
+    assert_eq!(stored.level(), -499_974);
+    assert_eq!(
+        rl_core::Tokens::new(stored.level(), stored.grains_per_token(), stored.updated_at()),
+        Some(stored)
+    );
+    assert_eq!(update.expires_at, Instant::from_micros(back + 10_000_003));
+    for probe in [back, back + 1, T0 - 2, T0 - 1, T0, T0 + 1] {
+        assert_eq!(d.peek(probe, 0), g.peek(probe, 0), "at {probe}");
+        assert_eq!(d.peek(probe, 1), g.peek(probe, 1), "at {probe}");
+    }
+    assert_eq!(d.peek(T0 - 2, 0).to_reply(Millis), [0, 20, 0, -1, 1]);
+    assert_eq!(d.peek(T0, 0).to_reply(Millis), [0, 20, 20, -1, 0]);
+}
