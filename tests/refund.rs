@@ -52,7 +52,18 @@ fn a_refund_gives_units_back_on_every_algorithm() {
             ((false, 5, 4), -1),
             "{limiter:?}"
         );
-        assert_eq!(five(&mut c, &with(limiter, &["0"])), refunded, "{limiter:?}");
+        // A query then answers the same, its reset counted from its own
+        // instant: a second less when a second ended between the two calls.
+        let query = five(&mut c, &with(limiter, &["0"]));
+        assert_eq!(
+            (query.counts(), query.retry_after),
+            (refunded.counts(), refunded.retry_after),
+            "{limiter:?}"
+        );
+        assert!(
+            (refunded.reset - 1..=refunded.reset).contains(&query.reset),
+            "{limiter:?}: {query:?} after {refunded:?}"
+        );
         // The expiry follows the rested instant, which came no later.
         let after = pexpiretime(&mut c, key);
         assert!(after <= expiry, "{limiter:?}: {after} after {expiry}");
