@@ -11,31 +11,28 @@
 -- function's script, for EVALSHA (docs/functions.md), is the prelude its
 -- line below gives, then each part it names, in order, then its last line:
 -- `-- script NAME: PRELUDE | PARTS | LAST LINE`.
--- script rl_gcra: redis.replicate_commands() | settings base exact plain plain_gcra plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra request store rate general_end | return guard(rate, KEYS, ARGV, nil, 1, 3, gcra_limiter, gcra_decide)
--- script rl_token_bucket: redis.replicate_commands() | settings base exact plain plain_token_bucket plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms token_bucket request store rate general_end | return guard(rate, KEYS, ARGV, nil, 2, 3, bucket_limiter, bucket_decide)
--- script rl_fixed: redis.replicate_commands() | settings base exact plain plain_fixed plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms fixed_window request store rate general_end | return guard(rate, KEYS, ARGV, nil, 3, 2, fixed_limiter, fixed_decide)
--- script rl_sliding_log: redis.replicate_commands() | settings base exact plain plain_sliding_log plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_log request store rate general_end | return guard(rate, KEYS, ARGV, nil, 4, 2, log_limiter, log_decide)
--- script rl_sliding_counter: redis.replicate_commands() | settings base exact plain plain_sliding_counter plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_counter request store rate general_end | return guard(rate, KEYS, ARGV, nil, 5, 2, counter_limiter, counter_decide)
--- script rl_all: redis.replicate_commands() | settings base exact plain plain_gcra plain_token_bucket plain_fixed plain_sliding_log plain_sliding_counter plain_all general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra token_bucket fixed_window sliding_log sliding_counter request store rate all general_end | return guard(all, KEYS, ARGV, nil)
--- script rl_concurrency: redis.replicate_commands() | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(concurrency, KEYS, ARGV)
--- script rl_release: redis.replicate_commands() | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(release, KEYS, ARGV)
--- script rl_renew: redis.replicate_commands() | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(renew, KEYS, ARGV)
--- script rl_version: redis.replicate_commands() | version | return VERSION
+-- script rl_gcra: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_gcra plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra request store rate general_end | return guard(rate, KEYS, ARGV, nil, 1, 3, gcra_limiter, gcra_decide)
+-- script rl_token_bucket: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_token_bucket plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms token_bucket request store rate general_end | return guard(rate, KEYS, ARGV, nil, 2, 3, bucket_limiter, bucket_decide)
+-- script rl_fixed: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_fixed plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms fixed_window request store rate general_end | return guard(rate, KEYS, ARGV, nil, 3, 2, fixed_limiter, fixed_decide)
+-- script rl_sliding_log: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_sliding_log plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_log request store rate general_end | return guard(rate, KEYS, ARGV, nil, 4, 2, log_limiter, log_decide)
+-- script rl_sliding_counter: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_sliding_counter plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_counter request store rate general_end | return guard(rate, KEYS, ARGV, nil, 5, 2, counter_limiter, counter_decide)
+-- script rl_all: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_gcra plain_token_bucket plain_fixed plain_sliding_log plain_sliding_counter plain_all general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra token_bucket fixed_window sliding_log sliding_counter request store rate all general_end | return guard(all, KEYS, ARGV, nil)
+-- script rl_concurrency: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(concurrency, KEYS, ARGV)
+-- script rl_release: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(release, KEYS, ARGV)
+-- script rl_renew: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(renew, KEYS, ARGV)
+-- script rl_version: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | version | return VERSION
 -- part: settings
 -- The settings: edit them and load the library again (a script: build the
--- scripts again). docs/functions.md, "Settings". (A function: a script
--- builds the table only in a call that reads it; the library, once.)
-local function settings()
-  return {
-    -- Refusals of the rate functions are answered as allowed and record
-    -- nothing (the module's `ratelimit.shadow`).
-    shadow = false,
-    -- The largest `limit` of rl_sliding_log, 1 to 1000000 (memory grows with it).
-    sliding_log_max_limit = 10000,
-    -- The largest `limit` of rl_concurrency, 1 to 1000000.
-    concurrency_max_limit = 10000,
-  }
-end
+-- scripts again). docs/functions.md, "Settings". (Constants: a table or a
+-- function at a script's top level would cost every call.)
+
+-- Refusals of the rate functions are answered as allowed and record
+-- nothing (the module's `ratelimit.shadow`).
+local shadow = false
+-- The largest `limit` of rl_sliding_log, 1 to 1000000 (memory grows with it).
+local sliding_log_max_limit = 10000
+-- The largest `limit` of rl_concurrency, 1 to 1000000.
+local concurrency_max_limit = 10000
 -- part: version
 -- The library's version: the module's (Cargo.toml), answered by rl_version.
 local VERSION = '0.1.0'
@@ -73,9 +70,9 @@ end
 -- is computed exactly by `muldivmod`.
 
 -- floor(a * b / d) and a * b % d, exactly, for integers 0 <= a, b < 2^53 and
--- 1 <= d < 2^53; nil when the quotient is 2^53 or more. A product below 2^52
--- is exact in a double; past it, b is split as qb * d + rb and a * rb / d is
--- summed over a's bits in chunks small enough that no step leaves 2^53.
+-- 1 <= d < 2^53; nil for a quotient of 2^53 or more. A product below 2^52 is
+-- exact in a double; past it, b is split as qb * d + rb and a * rb / d is
+-- summed over a's bits in chunks so small that no step leaves 2^53.
 local function muldivmod(a, b, d)
   local p = a * b
   if p < 2^52 then
@@ -137,16 +134,15 @@ local function muldivmod(a, b, d)
 end
 -- part: plain
 -- The one pass: a call that reads its key once and writes it once, with no
--- table but its reply: the plain call and the options that change nothing
--- decided at once (PEEK; BLOCK, WAIT, AT_MOST when allowed now; FORCE; a
--- GCRA refund). All else, every error too, takes the general path, which
--- answers the same (tests/functions.rs compares both with the module).
+-- table but its reply: the plain call and the options decided at once
+-- (PEEK; BLOCK, WAIT, AT_MOST when allowed now; FORCE; a GCRA refund). All
+-- else, errors too, takes the general path, which answers the same
+-- (tests/functions.rs compares both with the module).
 --
 -- A limiter is the numbers its parameters give, limit first (nil: the
--- general path words it). The bounds appear as numbers (see `bounds`):
--- MAX_LIMIT 1e9, MAX_PERIOD 1e15 µs, MAX_HELD 4e9, RANGE.ahead 3e15 and
--- RANGE.instant 6e15 µs. `kept`: what the library keeps (see `kept`); nil
--- in a script.
+-- general path words it). Bounds as numbers (see `bounds`): MAX_LIMIT 1e9,
+-- MAX_PERIOD 1e15 µs, MAX_HELD 4e9, RANGE.ahead 3e15, RANGE.instant 6e15
+-- µs. `kept`: what the library keeps (see `kept`); nil in a script.
 
 -- A decimal integer as Redis reads it, from lo to hi (both below 2^53):
 -- its value, else nil.
@@ -567,7 +563,7 @@ end
 local function log_limiter(args, from, unit)
   local a, b = args[from], args[from + 1]
   if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end
-  local cap = settings().sliding_log_max_limit
+  local cap = sliding_log_max_limit
   local limit, window = a + 0, b + 0
   if limit > cap or limit > 1e9 or window > 1e15 / unit then return nil end
   return limit, window * unit, cap, {}
@@ -778,7 +774,7 @@ local function rate(keys, args, kept, alg, n, limiter, decide)
   -- that may reserve, an AT_MOST that may grant less, a BLOCK that
   -- starts, or the shadow switch.
   if not (blocked == 0 or (blocked == 1 and mode ~= 'wait' and mode ~= 'at_most' and not block
-    and not (kept and kept.settings or settings()).shadow)) then
+    and not shadow)) then
     return general().rate(alg, keys, args, bytes, now)
   end
   if value and not peek then
@@ -824,7 +820,7 @@ end
 -- decision, 8 slots a limit, and the absent keys from slot 65.
 local function all_plain(keys, args, kept, S)
   local n = #keys
-  if n == 0 or n > 8 or (kept and kept.settings or settings()).shadow then return nil end
+  if n == 0 or n > 8 or shadow then return nil end
   for i = 2, n do
     local k = keys[i]
     for j = 1, i - 1 do
@@ -1022,7 +1018,7 @@ end
 local function concurrency(keys, args)
   if #keys ~= 1 or #args < 2 then return general().concurrency(keys, args) end
   local q, unit, mode, peek, wait, block = request(args, 3)
-  local most = settings().concurrency_max_limit
+  local most = concurrency_max_limit
   if most > 1e9 then most = 1e9 end
   local limit = decimal(args[1], 1, most)
   local timeout = q and decimal(args[2], 1, 1e15 / unit)
@@ -1163,8 +1159,8 @@ local function renew(keys, args)
 end
 -- part: general
 -- The general path: every option, form of state and error. Its parts, to
--- `general_end`, are built by the first call that needs them (the library
--- keeps them; a script builds them in each call that takes it). Each part
+-- `general_end`, are built by the first call that needs them (kept by the
+-- library; a script builds them in each call that takes it). Each part
 -- declares before its block what others use, and keeps its helpers inside.
 function general()
 -- The standard library of the general path, and its helpers.
@@ -1173,7 +1169,8 @@ local lower, upper, concat, sort = string.lower, string.upper, table.concat, tab
 local pack, unpack = struct.pack, struct.unpack
 local call, pcall_r = redis.call, redis.pcall
 local set_repl, REPL_NONE, REPL_ALL = redis.set_repl, redis.REPL_NONE, redis.REPL_ALL
-local SETTINGS = settings()
+local SETTINGS = { shadow = shadow, sliding_log_max_limit = sliding_log_max_limit,
+  concurrency_max_limit = concurrency_max_limit }
 
 local function max(a, b) if a > b then return a end return b end
 local function min(a, b) if a < b then return a end return b end
@@ -1626,8 +1623,8 @@ end
 --
 -- The state of each rate command, in the order of the algorithms
 -- (ALGORITHMS, below): its command, the tags its bytes start with, its
--- decoder and encoder. Every function holds every codec: an error names
--- the command whose state a key holds.
+-- decoder and encoder. Every function holds every codec (an error names
+-- the command whose state a key holds).
 local STATES = {}
 -- part: codec_gcra
 -- GCRA's state (src/codec/gcra.rs): 'G' and the TAT in ticks of 1/840 µs
@@ -2050,10 +2047,10 @@ end
 
 -- Apply a plan to `key`, whose value is `stored`, with the effects the
 -- module replicates: a patched value of at most 64 bytes written whole, a
--- longer one by SETRANGE (in place, O(patch) to replicate). A value to be
--- compacted (grown by appends: SETRANGE leaves it the room it grew by, up
--- to as much again) is then set at its exact size here only, as the module
--- compacts it without replicating more than the patch.
+-- longer one by SETRANGE (O(patch) to replicate). A value to be compacted
+-- (grown by appends: SETRANGE leaves it the room it grew by, up to as much
+-- again) is then set at its exact size here only, as the module compacts
+-- it without replicating more than the patch.
 local function apply(key, plan, stored)
   if plan.kind == 'set' then
     write(key, plan.value, plan.ms)
@@ -2361,9 +2358,9 @@ do
 
   -- rl-core's `owing`: the level (tok, gr) at `now`, below full, stored as
   -- of `now` when a state may hold it; deeper (a refill owed to a later
-  -- instant, counted at a faster rate), as of the later instant at which
-  -- the refill brings it within one microsecond's refill of full: the same
-  -- level at every instant, in a state that reads back.
+  -- instant, at a faster rate), as of the instant the refill brings it
+  -- within one microsecond's refill of full: the same level at every
+  -- instant, in a state that reads back.
   function Bucket:owing(now, tok, gr)
     if tok >= -MAX_HELD then return { tok = tok, gr = gr, at = now } end
     -- (limit - tok) * gpt - gr grains short of full: d whole µs of refill
@@ -3309,7 +3306,7 @@ end
 -- part: kept
 -- What a function of the library keeps between calls (a script, nothing):
 -- its limiters' numbers by unit and parameter strings (1024, then all
--- forgotten), the settings, and its last expiry as text (see `write`).
+-- forgotten) and its last expiry as text (see `write`).
 -- RL.ALL keeps each algorithm's limiters apart, in kept[1] on.
 local function keep(kept, unit, args, from, n, lim)
   if kept.held >= 1024 then
@@ -3330,7 +3327,7 @@ local function keep(kept, unit, args, from, n, lim)
 end
 
 local function new_kept(algorithms)
-  local kept = { [1000000] = {}, [1000] = {}, held = 0, keep = keep, settings = settings() }
+  local kept = { [1000000] = {}, [1000] = {}, held = 0, keep = keep }
   for i = 1, algorithms or 0 do kept[i] = new_kept() end
   return kept
 end

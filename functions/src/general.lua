@@ -1,6 +1,6 @@
 -- The general path: every option, form of state and error. Its parts, to
--- `general_end`, are built by the first call that needs them (the library
--- keeps them; a script builds them in each call that takes it). Each part
+-- `general_end`, are built by the first call that needs them (kept by the
+-- library; a script builds them in each call that takes it). Each part
 -- declares before its block what others use, and keeps its helpers inside.
 function general()
 -- The standard library of the general path, and its helpers.
@@ -9,7 +9,8 @@ local lower, upper, concat, sort = string.lower, string.upper, table.concat, tab
 local pack, unpack = struct.pack, struct.unpack
 local call, pcall_r = redis.call, redis.pcall
 local set_repl, REPL_NONE, REPL_ALL = redis.set_repl, redis.REPL_NONE, redis.REPL_ALL
-local SETTINGS = settings()
+local SETTINGS = { shadow = shadow, sliding_log_max_limit = sliding_log_max_limit,
+  concurrency_max_limit = concurrency_max_limit }
 
 local function max(a, b) if a > b then return a end return b end
 local function min(a, b) if a < b then return a end return b end

@@ -22,7 +22,7 @@ end
 -- decision, 8 slots a limit, and the absent keys from slot 65.
 local function all_plain(keys, args, kept, S)
   local n = #keys
-  if n == 0 or n > 8 or (kept and kept.settings or settings()).shadow then return nil end
+  if n == 0 or n > 8 or shadow then return nil end
   for i = 2, n do
     local k = keys[i]
     for j = 1, i - 1 do

@@ -69,7 +69,7 @@ end
 local function concurrency(keys, args)
   if #keys ~= 1 or #args < 2 then return general().concurrency(keys, args) end
   local q, unit, mode, peek, wait, block = request(args, 3)
-  local most = settings().concurrency_max_limit
+  local most = concurrency_max_limit
   if most > 1e9 then most = 1e9 end
   local limit = decimal(args[1], 1, most)
   local timeout = q and decimal(args[2], 1, 1e15 / unit)

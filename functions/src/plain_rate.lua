@@ -36,7 +36,7 @@ local function rate(keys, args, kept, alg, n, limiter, decide)
   -- that may reserve, an AT_MOST that may grant less, a BLOCK that
   -- starts, or the shadow switch.
   if not (blocked == 0 or (blocked == 1 and mode ~= 'wait' and mode ~= 'at_most' and not block
-    and not (kept and kept.settings or settings()).shadow)) then
+    and not shadow)) then
     return general().rate(alg, keys, args, bytes, now)
   end
   if value and not peek then

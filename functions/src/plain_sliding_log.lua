@@ -10,7 +10,7 @@
 local function log_limiter(args, from, unit)
   local a, b = args[from], args[from + 1]
   if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end
-  local cap = settings().sliding_log_max_limit
+  local cap = sliding_log_max_limit
   local limit, window = a + 0, b + 0
   if limit > cap or limit > 1e9 or window > 1e15 / unit then return nil end
   return limit, window * unit, cap, {}
