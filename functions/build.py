@@ -129,8 +129,7 @@ def header():
     lines = [
         "#!lua name=ratelimit",
         "-- redis-ratelimit, the functions edition (SPEC 17): the module's commands",
-        "-- as a Redis Functions library, answering exactly what the module answers",
-        "-- and keeping the module's bytes.",
+        "-- as a Redis Functions library: the module's answers and bytes.",
         "--",
         '--   redis-cli FUNCTION LOAD REPLACE "$(cat functions/ratelimit.lua)"',
         "--   FCALL rl_gcra 1 user:42 9 10 1 MS WAIT 500",

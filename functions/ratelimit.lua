@@ -1,7 +1,6 @@
 #!lua name=ratelimit
 -- redis-ratelimit, the functions edition (SPEC 17): the module's commands
--- as a Redis Functions library, answering exactly what the module answers
--- and keeping the module's bytes.
+-- as a Redis Functions library: the module's answers and bytes.
 --
 --   redis-cli FUNCTION LOAD REPLACE "$(cat functions/ratelimit.lua)"
 --   FCALL rl_gcra 1 user:42 9 10 1 MS WAIT 500
@@ -209,10 +208,10 @@ local function request(args, from)
 end
 
 -- SET with an absolute expiry (ms), as the module replicates it. The expiry
--- goes as a string: Lua would format a number with "%.14g", far dearer than
--- '%d'; the library keeps the last (a window's calls share it). A server
--- that does not tell scripts its version (before 7.0) gets SET then
--- PEXPIREAT, as from the module (Redis 6.0 has no PXAT).
+-- goes as a string ('%d': Lua's "%.14g" is far dearer); the library keeps
+-- the last (a window's calls share it). A server
+-- that does not tell scripts its version (before 7.0; not the library's:
+-- `kept`) gets SET then PEXPIREAT, as from the module (6.0 has no PXAT).
 local function write(key, value, ms, kept)
   local text
   if kept and kept.ms == ms then
@@ -221,7 +220,7 @@ local function write(key, value, ms, kept)
     text = string.format('%d', ms)
     if kept then kept.ms, kept.ms_text = ms, text end
   end
-  if redis.REDIS_VERSION_NUM then
+  if kept or redis.REDIS_VERSION_NUM then
     redis.call('SET', key, value, 'PXAT', text)
   else
     redis.call('SET', key, value)
@@ -558,8 +557,7 @@ end
 
 -- The limiter of `limit window` (as gcra_limiter; the limit capped by the
 -- sliding_log_max_limit setting): the limit, the window (µs), that cap,
--- and a list for the log's instants (kept with the limiter: a script's
--- lasts one call).
+-- and a list for the log's instants (kept with the limiter).
 local function log_limiter(args, from, unit)
   local a, b = args[from], args[from + 1]
   if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end
@@ -634,7 +632,7 @@ end
 -- part: plain_sliding_counter
 -- The sliding counter in one pass (the general path: `sliding_counter`,
 -- `codec_sliding_counter`). A state: 'C', the current window's start (7
--- bytes), the previous window's count and the current one's (4 bytes each).
+-- bytes), the previous and current windows' counts (4 bytes each).
 
 -- The limiter of `limit window` (as gcra_limiter): the limit and the
 -- window (µs).
@@ -743,9 +741,14 @@ local function rate(keys, args, kept, alg, n, limiter, decide)
   if #keys ~= 1 or #args < n then return general().rate(alg, keys, args) end
   local q, unit, mode, peek, block = 1, 1000000, 'take', false, nil
   if #args > n then
-    local _
-    q, unit, mode, peek, _, block = request(args, n + 1)
-    if not q then return general().rate(alg, keys, args) end
+    -- A lone quantity the library read before (kept[0]): its value.
+    q = #args == n + 1 and kept and kept[0][args[n + 1]]
+    if not q then
+      local _
+      q, unit, mode, peek, _, block = request(args, n + 1)
+      if not q then return general().rate(alg, keys, args) end
+      if kept and #args == n + 1 and unit == 1e6 and mode == 'take' and not peek then kept:keep(0, args, n + 1, 1, q) end
+    end
   end
   -- The limiter's numbers, limit first: those kept for these parameter
   -- strings, or built.
@@ -797,9 +800,9 @@ local function rate(keys, args, kept, alg, n, limiter, decide)
 end
 -- part: plain_all
 -- RL.ALL in one pass: every limit's algorithm and parameters, then
--- `[quantity] [MS]`, at most 8 keys and all apart. The keys are read with
--- one MGET; a key it answers nil for is absent, unless EXISTS says it holds
--- another type (then the general path answers).
+-- `[quantity] [MS]`, at most 8 keys and all apart, read with one MGET; a
+-- nil is an absent key unless EXISTS says it holds another type (then the
+-- general path answers).
 
 -- The algorithm a limit names: its number (the general path's ALGORITHMS),
 -- its parameters' count and its one-pass functions; nil for another word.
@@ -949,12 +952,11 @@ local function all(keys, args, kept)
 end
 -- part: plain_leases
 -- Leases in one pass (the general path: `concurrency`, `leases`): a value
--- of at most two leases, written whole (as plan_leases writes a value of at
--- most 64 bytes): 'Q', the last lease id (8 bytes), then 20-byte records:
--- id, deadline (0 once released in place), units.
+-- of at most two leases, written whole: 'Q', the last lease id (8 bytes),
+-- then 20-byte records: id, deadline (0 once released), units.
 
 -- The leases of such a value: how many, the last id (the header's or the
--- newest lease's, whichever is larger) and each record's id, deadline and
+-- newest lease's, the larger) and each record's id, deadline and
 -- units; nil for anything else (another form, a corrupt value, ids past
 -- 2^53), which the general path reads.
 local function lease_records(bytes)
@@ -1181,8 +1183,8 @@ local G = {}
 -- part: bounds
 -- The module's bounds (rl-core/src/bounds.rs), and the edition's own
 -- (docs/functions.md, "Ranges"). The one-pass parts write the ones they
--- use as numbers (1e9, 1e15, 4e9, 3e15, 6e15): a name would cost each
--- script call an upvalue.
+-- use as numbers (see `plain`): a name would cost each script call an
+-- upvalue.
 local RANGE = {
   -- How far ahead of now a limiter may reach when requests fill its burst
   -- or empty its bucket: (max_burst + 1) * period / count, and
@@ -1252,10 +1254,9 @@ local function beyond(what)
     .. fmt('%.0f', RANGE.instant) .. ' microseconds after the epoch, the year 2160)')
 end
 -- part: limbs
--- Exact arithmetic past 2^53 (the part `exact` has muldivmod): limbs,
--- little-endian base-2^16 digits, for the stored fields wider than a
--- double (the token bucket's 96-bit level, the GCRA's 112-bit fraction),
--- and the stored integer fields.
+-- Exact arithmetic past 2^53: limbs, little-endian base-2^16 digits, for
+-- the stored fields wider than a double (the token bucket's 96-bit level,
+-- the GCRA's 112-bit fraction), and the stored integer fields.
 local LIMB = 65536
 
 local function limbs_of(n, count)
@@ -2049,9 +2050,8 @@ end
 -- Apply a plan to `key`, whose value is `stored`, with the effects the
 -- module replicates: a patched value of at most 64 bytes written whole, a
 -- longer one by SETRANGE (O(patch) to replicate). A value to be compacted
--- (grown by appends: SETRANGE leaves it the room it grew by, up to as much
--- again) is then set at its exact size here only, as the module compacts
--- it without replicating more than the patch.
+-- (grown by appends) is then set at its exact size here only, as the
+-- module compacts it without replicating more than the patch.
 local function apply(key, plan, stored)
   if plan.kind == 'set' then
     write(key, plan.value, plan.ms)
@@ -3307,11 +3307,11 @@ end
 -- part: kept
 -- What a function of the library keeps between calls (a script, nothing):
 -- its limiters' numbers by unit and parameter strings (1024, then all
--- forgotten) and its last expiry as text (see `write`).
+-- forgotten), lone quantities' values in kept[0], its last expiry as text.
 -- RL.ALL keeps each algorithm's limiters apart, in kept[1] on.
 local function keep(kept, unit, args, from, n, lim)
   if kept.held >= 1024 then
-    kept[1000000], kept[1000], kept.held = {}, {}, 0
+    kept[1000000], kept[1000], kept[0], kept.held = {}, {}, {}, 0
   end
   local t = kept[unit]
   for i = from, from + n - 2 do
@@ -3328,7 +3328,7 @@ local function keep(kept, unit, args, from, n, lim)
 end
 
 local function new_kept(algorithms)
-  local kept = { [1000000] = {}, [1000] = {}, held = 0, keep = keep }
+  local kept = { [1000000] = {}, [1000] = {}, [0] = {}, held = 0, keep = keep }
   for i = 1, algorithms or 0 do kept[i] = new_kept() end
   return kept
 end

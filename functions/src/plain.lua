@@ -74,10 +74,10 @@ local function request(args, from)
 end
 
 -- SET with an absolute expiry (ms), as the module replicates it. The expiry
--- goes as a string: Lua would format a number with "%.14g", far dearer than
--- '%d'; the library keeps the last (a window's calls share it). A server
--- that does not tell scripts its version (before 7.0) gets SET then
--- PEXPIREAT, as from the module (Redis 6.0 has no PXAT).
+-- goes as a string ('%d': Lua's "%.14g" is far dearer); the library keeps
+-- the last (a window's calls share it). A server
+-- that does not tell scripts its version (before 7.0; not the library's:
+-- `kept`) gets SET then PEXPIREAT, as from the module (6.0 has no PXAT).
 local function write(key, value, ms, kept)
   local text
   if kept and kept.ms == ms then
@@ -86,7 +86,7 @@ local function write(key, value, ms, kept)
     text = string.format('%d', ms)
     if kept then kept.ms, kept.ms_text = ms, text end
   end
-  if redis.REDIS_VERSION_NUM then
+  if kept or redis.REDIS_VERSION_NUM then
     redis.call('SET', key, value, 'PXAT', text)
   else
     redis.call('SET', key, value)

@@ -1,7 +1,7 @@
 -- RL.ALL in one pass: every limit's algorithm and parameters, then
--- `[quantity] [MS]`, at most 8 keys and all apart. The keys are read with
--- one MGET; a key it answers nil for is absent, unless EXISTS says it holds
--- another type (then the general path answers).
+-- `[quantity] [MS]`, at most 8 keys and all apart, read with one MGET; a
+-- nil is an absent key unless EXISTS says it holds another type (then the
+-- general path answers).
 
 -- The algorithm a limit names: its number (the general path's ALGORITHMS),
 -- its parameters' count and its one-pass functions; nil for another word.
