@@ -21,17 +21,19 @@
 -- script rl_renew: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(renew, KEYS, ARGV)
 -- script rl_version: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | version | return VERSION
 -- part: settings
--- The settings: edit them and load the library again (a script: build the
--- scripts again). docs/functions.md, "Settings". (Constants: a table or a
--- function at a script's top level would cost every call.)
-
--- Refusals of the rate functions are answered as allowed and record
--- nothing (the module's `ratelimit.shadow`).
-local shadow = false
--- The largest `limit` of rl_sliding_log, 1 to 1000000 (memory grows with it).
-local sliding_log_max_limit = 10000
--- The largest `limit` of rl_concurrency, 1 to 1000000.
-local concurrency_max_limit = 10000
+-- The settings (docs/functions.md): edit, load again (scripts: build again).
+-- A function: a script builds the table only in a call that reads it.
+local function settings()
+  return {
+    -- Refusals of the rate functions are answered as allowed and record
+    -- nothing (the module's `ratelimit.shadow`).
+    shadow = false,
+    -- The largest `limit` of rl_sliding_log, 1 to 1000000 (memory grows with it).
+    sliding_log_max_limit = 10000,
+    -- The largest `limit` of rl_concurrency, 1 to 1000000.
+    concurrency_max_limit = 10000,
+  }
+end
 -- part: version
 -- The library's version: the module's (Cargo.toml), answered by rl_version.
 local VERSION = '0.1.0'
@@ -555,13 +557,13 @@ end
 -- ring's oldest slot 0 (4 bytes), then the instants, oldest first (8 bytes
 -- each).
 
--- The limiter of `limit window` (as gcra_limiter; the limit capped by the
--- sliding_log_max_limit setting): the limit, the window (µs), that cap,
--- and a list for the log's instants (kept with the limiter).
+-- The limiter of `limit window` (as gcra_limiter, the limit capped by its
+-- setting): the limit, the window (µs), that cap, and a list for the
+-- log's instants (kept with the limiter).
 local function log_limiter(args, from, unit)
   local a, b = args[from], args[from + 1]
   if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end
-  local cap = sliding_log_max_limit
+  local cap = settings().sliding_log_max_limit
   local limit, window = a + 0, b + 0
   if limit > cap or limit > 1e9 or window > 1e15 / unit then return nil end
   return limit, window * unit, cap, {}
@@ -735,8 +737,8 @@ local function counter_decide(bytes, now, q, mode, limit, w)
 end
 -- part: plain_rate
 -- The rate functions: the one pass where it can be, else the general path,
--- handed what was read (key and clock are read once). `alg`: the
--- algorithm's number (ALGORITHMS), `n` its parameters.
+-- handed what was read. `alg`: the algorithm's number (ALGORITHMS), `n`
+-- its parameters.
 local function rate(keys, args, kept, alg, n, limiter, decide)
   if #keys ~= 1 or #args < n then return general().rate(alg, keys, args) end
   local q, unit, mode, peek, block = 1, 1000000, 'take', false, nil
@@ -777,7 +779,7 @@ local function rate(keys, args, kept, alg, n, limiter, decide)
   -- that may reserve, an AT_MOST that may grant less, a BLOCK that
   -- starts, or the shadow switch.
   if not (blocked == 0 or (blocked == 1 and mode ~= 'wait' and mode ~= 'at_most' and not block
-    and not shadow)) then
+    and not (kept and kept.settings or settings()).shadow)) then
     return general().rate(alg, keys, args, bytes, now)
   end
   if value and not peek then
@@ -823,7 +825,7 @@ end
 -- decision, 8 slots a limit, then the absent keys.
 local function all_plain(keys, args, kept, S)
   local n = #keys
-  if n == 0 or n > 8 or shadow then return nil end
+  if n == 0 or n > 8 then return nil end
   for i = 2, n do
     local k = keys[i]
     for j = 1, i - 1 do
@@ -897,9 +899,10 @@ local function all_plain(keys, args, kept, S)
   end
   -- The binding limit (binding(), on these lists): refused, the refusing
   -- one that waits longest (never counts as longest); else the one with the
-  -- fewest remaining. Ties: the first.
+  -- fewest remaining. Ties: the first. (Shadowed: the general path's.)
   local best = 1
   if refused then
+    if (kept and kept.settings or settings()).shadow then return nil, values, now end
     best = nil
     for i = 1, n do
       local base = (i - 1) * 8
@@ -1021,7 +1024,7 @@ end
 local function concurrency(keys, args)
   if #keys ~= 1 or #args < 2 then return general().concurrency(keys, args) end
   local q, unit, mode, peek, wait, block = request(args, 3)
-  local most = concurrency_max_limit
+  local most = settings().concurrency_max_limit
   if most > 1e9 then most = 1e9 end
   local limit = decimal(args[1], 1, most)
   local timeout = q and decimal(args[2], 1, 1e15 / unit)
@@ -1056,7 +1059,7 @@ local function concurrency(keys, args)
     else
       -- Appended to the value as it is, or the live leases rewritten after
       -- an expired one (plan_leases); the expiry no earlier than the
-      -- instant after the last id, so that an id never repeats.
+      -- instant after the last id, so an id never repeats.
       local record = u64(id) .. u64(deadline) .. struct.pack('<I4', q)
       local value
       if bytes and expired == 0 then value = bytes .. record else value = 'Q' .. u64(id) .. keep .. record end
@@ -1172,8 +1175,7 @@ local lower, upper, concat, sort = string.lower, string.upper, table.concat, tab
 local pack, unpack = struct.pack, struct.unpack
 local call, pcall_r = redis.call, redis.pcall
 local set_repl, REPL_NONE, REPL_ALL = redis.set_repl, redis.REPL_NONE, redis.REPL_ALL
-local SETTINGS = { shadow = shadow, sliding_log_max_limit = sliding_log_max_limit,
-  concurrency_max_limit = concurrency_max_limit }
+local SETTINGS = settings()
 
 local function max(a, b) if a > b then return a end return b end
 local function min(a, b) if a < b then return a end return b end
@@ -1182,9 +1184,8 @@ local function min(a, b) if a < b then return a end return b end
 local G = {}
 -- part: bounds
 -- The module's bounds (rl-core/src/bounds.rs), and the edition's own
--- (docs/functions.md, "Ranges"). The one-pass parts write the ones they
--- use as numbers (see `plain`): a name would cost each script call an
--- upvalue.
+-- (docs/functions.md, "Ranges"). The one-pass parts write them as numbers
+-- (see `plain`): a name would cost each script call an upvalue.
 local RANGE = {
   -- How far ahead of now a limiter may reach when requests fill its burst
   -- or empty its bucket: (max_burst + 1) * period / count, and
@@ -1631,7 +1632,7 @@ local STATES = {}
 -- part: codec_gcra
 -- GCRA's state (src/codec/gcra.rs): 'G' and the TAT in ticks of 1/840 µs
 -- (9 bytes), or 'g', the ticks per µs (4 bytes) and the TAT in them (14
--- bytes); and the decimal forms earlier releases wrote.
+-- bytes); and earlier releases' decimal forms.
 local TICKS_PER_MICRO = 840
 do
   local MAX_TAT_LIMBS = { 32767, 10438, 49461, 28478, 20233, 3 } -- 2^64 - 1 + 4 * 10^24 + 10^15
@@ -2126,7 +2127,7 @@ end
 -- part: gcra
 -- GCRA (rl-core/src/gcra.rs). Instants are exact rationals kept as whole µs
 -- `u` and ticks `f` (0 <= f < d) of 1/d µs, d = count / gcd(period, count):
--- the module's ticks, split so that each part fits a double.
+-- the module's ticks, split so each part fits a double.
 
 do
   local Gcra = {}
@@ -3181,7 +3182,7 @@ function G.all(keys, args, values, now)
   end
   -- Every limit allows: a reservation is recorded by all at the latest of
   -- their earliest instants, a partial grant by all for the least grant;
-  -- those whose own answer differs are judged again with it.
+  -- those whose answer differs are judged again with it.
   local joint, waits_for = nil, nil
   if not refused and req.mode == WAIT then
     local latest = nil
@@ -3307,7 +3308,8 @@ end
 -- part: kept
 -- What a function of the library keeps between calls (a script, nothing):
 -- its limiters' numbers by unit and parameter strings (1024, then all
--- forgotten), lone quantities' values in kept[0], its last expiry as text.
+-- forgotten), lone quantities' values in kept[0], the settings, its last
+-- expiry as text.
 -- RL.ALL keeps each algorithm's limiters apart, in kept[1] on.
 local function keep(kept, unit, args, from, n, lim)
   if kept.held >= 1024 then
@@ -3328,7 +3330,7 @@ local function keep(kept, unit, args, from, n, lim)
 end
 
 local function new_kept(algorithms)
-  local kept = { [1000000] = {}, [1000] = {}, [0] = {}, held = 0, keep = keep }
+  local kept = { [1000000] = {}, [1000] = {}, [0] = {}, held = 0, keep = keep, settings = settings() }
   for i = 1, algorithms or 0 do kept[i] = new_kept() end
   return kept
 end

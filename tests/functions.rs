@@ -1222,7 +1222,7 @@ fn the_exact_arithmetic_agrees_with_wide_integers() {
     println!("{checked} results of the library's exact arithmetic, each equal to the wide integers'");
 }
 
-/// The library's shadow switch (`shadow = true` in its settings, the
+/// The library's shadow switch (`shadow = true` in its settings table, the
 /// library loaded again), beside the module's `ratelimit.shadow yes` and
 /// beside the scripts, which keep the table as it is (enforcing): every
 /// refusal of the rate functions and `rl_all` (plain, with BLOCK, past a
@@ -1236,12 +1236,11 @@ fn the_exact_arithmetic_agrees_with_wide_integers() {
 fn the_library_shadow_switch() {
     let source = common::library_source();
     assert_eq!(
-        source.matches("\nlocal shadow = false\n").count(),
+        source.matches("  shadow = false,\n").count(),
         1,
-        "the settings' shadow"
+        "the settings table's shadow"
     );
-    let Some(mut both) =
-        SideBySide::start(&source.replace("\nlocal shadow = false\n", "\nlocal shadow = true\n"))
+    let Some(mut both) = SideBySide::start(&source.replace("  shadow = false,\n", "  shadow = true,\n"))
     else {
         return; // needs the module and Functions: runs in the module's run on 7.0+
     };

@@ -9,8 +9,7 @@ local lower, upper, concat, sort = string.lower, string.upper, table.concat, tab
 local pack, unpack = struct.pack, struct.unpack
 local call, pcall_r = redis.call, redis.pcall
 local set_repl, REPL_NONE, REPL_ALL = redis.set_repl, redis.REPL_NONE, redis.REPL_ALL
-local SETTINGS = { shadow = shadow, sliding_log_max_limit = sliding_log_max_limit,
-  concurrency_max_limit = concurrency_max_limit }
+local SETTINGS = settings()
 
 local function max(a, b) if a > b then return a end return b end
 local function min(a, b) if a < b then return a end return b end

@@ -22,7 +22,7 @@ end
 -- decision, 8 slots a limit, then the absent keys.
 local function all_plain(keys, args, kept, S)
   local n = #keys
-  if n == 0 or n > 8 or shadow then return nil end
+  if n == 0 or n > 8 then return nil end
   for i = 2, n do
     local k = keys[i]
     for j = 1, i - 1 do
@@ -96,9 +96,10 @@ local function all_plain(keys, args, kept, S)
   end
   -- The binding limit (binding(), on these lists): refused, the refusing
   -- one that waits longest (never counts as longest); else the one with the
-  -- fewest remaining. Ties: the first.
+  -- fewest remaining. Ties: the first. (Shadowed: the general path's.)
   local best = 1
   if refused then
+    if (kept and kept.settings or settings()).shadow then return nil, values, now end
     best = nil
     for i = 1, n do
       local base = (i - 1) * 8

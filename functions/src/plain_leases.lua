@@ -68,7 +68,7 @@ end
 local function concurrency(keys, args)
   if #keys ~= 1 or #args < 2 then return general().concurrency(keys, args) end
   local q, unit, mode, peek, wait, block = request(args, 3)
-  local most = concurrency_max_limit
+  local most = settings().concurrency_max_limit
   if most > 1e9 then most = 1e9 end
   local limit = decimal(args[1], 1, most)
   local timeout = q and decimal(args[2], 1, 1e15 / unit)
@@ -103,7 +103,7 @@ local function concurrency(keys, args)
     else
       -- Appended to the value as it is, or the live leases rewritten after
       -- an expired one (plan_leases); the expiry no earlier than the
-      -- instant after the last id, so that an id never repeats.
+      -- instant after the last id, so an id never repeats.
       local record = u64(id) .. u64(deadline) .. struct.pack('<I4', q)
       local value
       if bytes and expired == 0 then value = bytes .. record else value = 'Q' .. u64(id) .. keep .. record end

@@ -1,6 +1,6 @@
 -- The rate functions: the one pass where it can be, else the general path,
--- handed what was read (key and clock are read once). `alg`: the
--- algorithm's number (ALGORITHMS), `n` its parameters.
+-- handed what was read. `alg`: the algorithm's number (ALGORITHMS), `n`
+-- its parameters.
 local function rate(keys, args, kept, alg, n, limiter, decide)
   if #keys ~= 1 or #args < n then return general().rate(alg, keys, args) end
   local q, unit, mode, peek, block = 1, 1000000, 'take', false, nil
@@ -41,7 +41,7 @@ local function rate(keys, args, kept, alg, n, limiter, decide)
   -- that may reserve, an AT_MOST that may grant less, a BLOCK that
   -- starts, or the shadow switch.
   if not (blocked == 0 or (blocked == 1 and mode ~= 'wait' and mode ~= 'at_most' and not block
-    and not shadow)) then
+    and not (kept and kept.settings or settings()).shadow)) then
     return general().rate(alg, keys, args, bytes, now)
   end
   if value and not peek then
