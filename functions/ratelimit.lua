@@ -1,7 +1,6 @@
 #!lua name=ratelimit
 -- redis-ratelimit, the functions edition (SPEC 17): the module's commands
--- as a Redis Functions library, answering exactly what the module answers
--- and keeping the module's bytes.
+-- as a Redis Functions library: the module's answers and bytes.
 --
 --   redis-cli FUNCTION LOAD REPLACE "$(cat functions/ratelimit.lua)"
 --   FCALL rl_gcra 1 user:42 9 10 1 MS WAIT 500
@@ -11,20 +10,19 @@
 -- function's script, for EVALSHA (docs/functions.md), is the prelude its
 -- line below gives, then each part it names, in order, then its last line:
 -- `-- script NAME: PRELUDE | PARTS | LAST LINE`.
--- script rl_gcra: redis.replicate_commands() | settings base exact plain plain_gcra plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra request store rate general_end | return guard(rate, KEYS, ARGV, nil, 1, 3, gcra_limiter, gcra_decide)
--- script rl_token_bucket: redis.replicate_commands() | settings base exact plain plain_token_bucket plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms token_bucket request store rate general_end | return guard(rate, KEYS, ARGV, nil, 2, 3, bucket_limiter, bucket_decide)
--- script rl_fixed: redis.replicate_commands() | settings base exact plain plain_fixed plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms fixed_window request store rate general_end | return guard(rate, KEYS, ARGV, nil, 3, 2, fixed_limiter, fixed_decide)
--- script rl_sliding_log: redis.replicate_commands() | settings base exact plain plain_sliding_log plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_log request store rate general_end | return guard(rate, KEYS, ARGV, nil, 4, 2, log_limiter, log_decide)
--- script rl_sliding_counter: redis.replicate_commands() | settings base exact plain plain_sliding_counter plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_counter request store rate general_end | return guard(rate, KEYS, ARGV, nil, 5, 2, counter_limiter, counter_decide)
--- script rl_all: redis.replicate_commands() | settings base exact plain plain_gcra plain_token_bucket plain_fixed plain_sliding_log plain_sliding_counter plain_all general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra token_bucket fixed_window sliding_log sliding_counter request store rate all general_end | return guard(all, KEYS, ARGV, nil)
--- script rl_concurrency: redis.replicate_commands() | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(concurrency, KEYS, ARGV)
--- script rl_release: redis.replicate_commands() | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(release, KEYS, ARGV)
--- script rl_renew: redis.replicate_commands() | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(renew, KEYS, ARGV)
--- script rl_version: redis.replicate_commands() | version | return VERSION
+-- script rl_gcra: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_gcra plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra request store rate general_end | return guard(rate, KEYS, ARGV, nil, 1, 3, gcra_limiter, gcra_decide)
+-- script rl_token_bucket: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_token_bucket plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms token_bucket request store rate general_end | return guard(rate, KEYS, ARGV, nil, 2, 3, bucket_limiter, bucket_decide)
+-- script rl_fixed: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_fixed plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms fixed_window request store rate general_end | return guard(rate, KEYS, ARGV, nil, 3, 2, fixed_limiter, fixed_decide)
+-- script rl_sliding_log: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_sliding_log plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_log request store rate general_end | return guard(rate, KEYS, ARGV, nil, 4, 2, log_limiter, log_decide)
+-- script rl_sliding_counter: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_sliding_counter plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_counter request store rate general_end | return guard(rate, KEYS, ARGV, nil, 5, 2, counter_limiter, counter_decide)
+-- script rl_all: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_gcra plain_token_bucket plain_fixed plain_sliding_log plain_sliding_counter plain_all general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra token_bucket fixed_window sliding_log sliding_counter request store rate all general_end | return guard(all, KEYS, ARGV, nil)
+-- script rl_concurrency: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(concurrency, KEYS, ARGV)
+-- script rl_release: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(release, KEYS, ARGV)
+-- script rl_renew: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(renew, KEYS, ARGV)
+-- script rl_version: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | version | return VERSION
 -- part: settings
--- The settings: edit them and load the library again (a script: build the
--- scripts again). docs/functions.md, "Settings". (A function: a script
--- builds the table only in a call that reads it; the library, once.)
+-- The settings (docs/functions.md): edit, load again (scripts: build again).
+-- A function: a script builds the table only in a call that reads it.
 local function settings()
   return {
     -- Refusals of the rate functions are answered as allowed and record
@@ -73,9 +71,9 @@ end
 -- is computed exactly by `muldivmod`.
 
 -- floor(a * b / d) and a * b % d, exactly, for integers 0 <= a, b < 2^53 and
--- 1 <= d < 2^53; nil when the quotient is 2^53 or more. A product below 2^52
--- is exact in a double; past it, b is split as qb * d + rb and a * rb / d is
--- summed over a's bits in chunks small enough that no step leaves 2^53.
+-- 1 <= d < 2^53; nil for a quotient of 2^53 or more. A product below 2^52 is
+-- exact in a double; past it, b is split as qb * d + rb and a * rb / d is
+-- summed over a's bits in chunks so small that no step leaves 2^53.
 local function muldivmod(a, b, d)
   local p = a * b
   if p < 2^52 then
@@ -137,16 +135,15 @@ local function muldivmod(a, b, d)
 end
 -- part: plain
 -- The one pass: a call that reads its key once and writes it once, with no
--- table but its reply: the plain call and the options that change nothing
--- decided at once (PEEK; BLOCK, WAIT, AT_MOST when allowed now; FORCE; a
--- GCRA refund). All else, every error too, takes the general path, which
--- answers the same (tests/functions.rs compares both with the module).
+-- table but its reply: the plain call and the options decided at once
+-- (PEEK; BLOCK, WAIT, AT_MOST when allowed now; FORCE; a GCRA refund). All
+-- else, errors too, takes the general path, which answers the same
+-- (tests/functions.rs compares both with the module).
 --
 -- A limiter is the numbers its parameters give, limit first (nil: the
--- general path words it). The bounds appear as numbers (see `bounds`):
--- MAX_LIMIT 1e9, MAX_PERIOD 1e15 µs, MAX_HELD 4e9, RANGE.ahead 3e15 and
--- RANGE.instant 6e15 µs. `kept`: what the library keeps (see `kept`); nil
--- in a script.
+-- general path words it). Bounds as numbers (see `bounds`): MAX_LIMIT 1e9,
+-- MAX_PERIOD 1e15 µs, MAX_HELD 4e9, RANGE.ahead 3e15, RANGE.instant 6e15
+-- µs. `kept`: what the library keeps (see `kept`); nil in a script.
 
 -- A decimal integer as Redis reads it, from lo to hi (both below 2^53):
 -- its value, else nil.
@@ -213,10 +210,10 @@ local function request(args, from)
 end
 
 -- SET with an absolute expiry (ms), as the module replicates it. The expiry
--- goes as a string: Lua would format a number with "%.14g", far dearer than
--- '%d'; the library keeps the last (a window's calls share it). A server
--- that does not tell scripts its version (before 7.0) gets SET then
--- PEXPIREAT, as from the module (Redis 6.0 has no PXAT).
+-- goes as a string ('%d': Lua's "%.14g" is far dearer); the library keeps
+-- the last (a window's calls share it). A server
+-- that does not tell scripts its version (before 7.0; not the library's:
+-- `kept`) gets SET then PEXPIREAT, as from the module (6.0 has no PXAT).
 local function write(key, value, ms, kept)
   local text
   if kept and kept.ms == ms then
@@ -225,7 +222,7 @@ local function write(key, value, ms, kept)
     text = string.format('%d', ms)
     if kept then kept.ms, kept.ms_text = ms, text end
   end
-  if redis.REDIS_VERSION_NUM then
+  if kept or redis.REDIS_VERSION_NUM then
     redis.call('SET', key, value, 'PXAT', text)
   else
     redis.call('SET', key, value)
@@ -560,10 +557,9 @@ end
 -- ring's oldest slot 0 (4 bytes), then the instants, oldest first (8 bytes
 -- each).
 
--- The limiter of `limit window` (as gcra_limiter; the limit capped by the
--- sliding_log_max_limit setting): the limit, the window (µs), that cap,
--- and a list for the log's instants (kept with the limiter: a script's
--- lasts one call).
+-- The limiter of `limit window` (as gcra_limiter, the limit capped by its
+-- setting): the limit, the window (µs), that cap, and a list for the
+-- log's instants (kept with the limiter).
 local function log_limiter(args, from, unit)
   local a, b = args[from], args[from + 1]
   if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end
@@ -638,7 +634,7 @@ end
 -- part: plain_sliding_counter
 -- The sliding counter in one pass (the general path: `sliding_counter`,
 -- `codec_sliding_counter`). A state: 'C', the current window's start (7
--- bytes), the previous window's count and the current one's (4 bytes each).
+-- bytes), the previous and current windows' counts (4 bytes each).
 
 -- The limiter of `limit window` (as gcra_limiter): the limit and the
 -- window (µs).
@@ -741,15 +737,20 @@ local function counter_decide(bytes, now, q, mode, limit, w)
 end
 -- part: plain_rate
 -- The rate functions: the one pass where it can be, else the general path,
--- handed what was read (key and clock are read once). `alg`: the
--- algorithm's number (ALGORITHMS), `n` its parameters.
+-- handed what was read. `alg`: the algorithm's number (ALGORITHMS), `n`
+-- its parameters.
 local function rate(keys, args, kept, alg, n, limiter, decide)
   if #keys ~= 1 or #args < n then return general().rate(alg, keys, args) end
   local q, unit, mode, peek, block = 1, 1000000, 'take', false, nil
   if #args > n then
-    local _
-    q, unit, mode, peek, _, block = request(args, n + 1)
-    if not q then return general().rate(alg, keys, args) end
+    -- A lone quantity the library read before (kept[0]): its value.
+    q = #args == n + 1 and kept and kept[0][args[n + 1]]
+    if not q then
+      local _
+      q, unit, mode, peek, _, block = request(args, n + 1)
+      if not q then return general().rate(alg, keys, args) end
+      if kept and #args == n + 1 and unit == 1e6 and mode == 'take' and not peek then kept:keep(0, args, n + 1, 1, q) end
+    end
   end
   -- The limiter's numbers, limit first: those kept for these parameter
   -- strings, or built.
@@ -801,9 +802,9 @@ local function rate(keys, args, kept, alg, n, limiter, decide)
 end
 -- part: plain_all
 -- RL.ALL in one pass: every limit's algorithm and parameters, then
--- `[quantity] [MS]`, at most 8 keys and all apart. The keys are read with
--- one MGET; a key it answers nil for is absent, unless EXISTS says it holds
--- another type (then the general path answers).
+-- `[quantity] [MS]`, at most 8 keys and all apart, read with one MGET; a
+-- nil is an absent key unless EXISTS says it holds another type (then the
+-- general path answers).
 
 -- The algorithm a limit names: its number (the general path's ALGORITHMS),
 -- its parameters' count and its one-pass functions; nil for another word.
@@ -821,10 +822,10 @@ end
 
 -- The reply, or nil and what was read (the values, and now) for the
 -- general path. `S` holds each limit's decide function, limiter and
--- decision, 8 slots a limit, and the absent keys from slot 65.
+-- decision, 8 slots a limit, then the absent keys.
 local function all_plain(keys, args, kept, S)
   local n = #keys
-  if n == 0 or n > 8 or (kept and kept.settings or settings()).shadow then return nil end
+  if n == 0 or n > 8 then return nil end
   for i = 2, n do
     local k = keys[i]
     for j = 1, i - 1 do
@@ -875,15 +876,15 @@ local function all_plain(keys, args, kept, S)
   else
     values = redis.call('MGET', unpack(keys, 1, n))
   end
-  -- The absent keys, in slots 65 on.
-  local absent = 64
+  -- The absent keys, after the limits' slots.
+  local absent = n * 8
   for i = 1, n do
     if not values[i] then
       absent = absent + 1
       S[absent] = keys[i]
     end
   end
-  if absent > 64 and redis.call('EXISTS', unpack(S, 65, absent)) > 0 then return nil end
+  if absent > n * 8 and redis.call('EXISTS', unpack(S, n * 8 + 1, absent)) > 0 then return nil end
   local t = redis.call('TIME')
   local now = t[1] * 1000000 + t[2]
   local refused = false
@@ -898,9 +899,10 @@ local function all_plain(keys, args, kept, S)
   end
   -- The binding limit (binding(), on these lists): refused, the refusing
   -- one that waits longest (never counts as longest); else the one with the
-  -- fewest remaining. Ties: the first.
+  -- fewest remaining. Ties: the first. (Shadowed: the general path's.)
   local best = 1
   if refused then
+    if (kept and kept.settings or settings()).shadow then return nil, values, now end
     best = nil
     for i = 1, n do
       local base = (i - 1) * 8
@@ -943,7 +945,8 @@ end
 local function all(keys, args, kept)
   local S = kept and kept.scratch
   if not S then
-    S = {}
+    -- (Sized for 3 limits and keys: grown slot by slot, dear in a script.)
+    S = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
     if kept then kept.scratch = S end
   end
   local reply, values, now = all_plain(keys, args, kept, S)
@@ -952,12 +955,11 @@ local function all(keys, args, kept)
 end
 -- part: plain_leases
 -- Leases in one pass (the general path: `concurrency`, `leases`): a value
--- of at most two leases, written whole (as plan_leases writes a value of at
--- most 64 bytes): 'Q', the last lease id (8 bytes), then 20-byte records:
--- id, deadline (0 once released in place), units.
+-- of at most two leases, written whole: 'Q', the last lease id (8 bytes),
+-- then 20-byte records: id, deadline (0 once released), units.
 
 -- The leases of such a value: how many, the last id (the header's or the
--- newest lease's, whichever is larger) and each record's id, deadline and
+-- newest lease's, the larger) and each record's id, deadline and
 -- units; nil for anything else (another form, a corrupt value, ids past
 -- 2^53), which the general path reads.
 local function lease_records(bytes)
@@ -1057,7 +1059,7 @@ local function concurrency(keys, args)
     else
       -- Appended to the value as it is, or the live leases rewritten after
       -- an expired one (plan_leases); the expiry no earlier than the
-      -- instant after the last id, so that an id never repeats.
+      -- instant after the last id, so an id never repeats.
       local record = u64(id) .. u64(deadline) .. struct.pack('<I4', q)
       local value
       if bytes and expired == 0 then value = bytes .. record else value = 'Q' .. u64(id) .. keep .. record end
@@ -1163,8 +1165,8 @@ local function renew(keys, args)
 end
 -- part: general
 -- The general path: every option, form of state and error. Its parts, to
--- `general_end`, are built by the first call that needs them (the library
--- keeps them; a script builds them in each call that takes it). Each part
+-- `general_end`, are built by the first call that needs them (kept by the
+-- library; a script builds them in each call that takes it). Each part
 -- declares before its block what others use, and keeps its helpers inside.
 function general()
 -- The standard library of the general path, and its helpers.
@@ -1182,9 +1184,8 @@ local function min(a, b) if a < b then return a end return b end
 local G = {}
 -- part: bounds
 -- The module's bounds (rl-core/src/bounds.rs), and the edition's own
--- (docs/functions.md, "Ranges"). The one-pass parts write the ones they
--- use as numbers (1e9, 1e15, 4e9, 3e15, 6e15): a name would cost each
--- script call an upvalue.
+-- (docs/functions.md, "Ranges"). The one-pass parts write them as numbers
+-- (see `plain`): a name would cost each script call an upvalue.
 local RANGE = {
   -- How far ahead of now a limiter may reach when requests fill its burst
   -- or empty its bucket: (max_burst + 1) * period / count, and
@@ -1254,10 +1255,9 @@ local function beyond(what)
     .. fmt('%.0f', RANGE.instant) .. ' microseconds after the epoch, the year 2160)')
 end
 -- part: limbs
--- Exact arithmetic past 2^53 (the part `exact` has muldivmod): limbs,
--- little-endian base-2^16 digits, for the stored fields wider than a
--- double (the token bucket's 96-bit level, the GCRA's 112-bit fraction),
--- and the stored integer fields.
+-- Exact arithmetic past 2^53: limbs, little-endian base-2^16 digits, for
+-- the stored fields wider than a double (the token bucket's 96-bit level,
+-- the GCRA's 112-bit fraction), and the stored integer fields.
 local LIMB = 65536
 
 local function limbs_of(n, count)
@@ -1626,13 +1626,13 @@ end
 --
 -- The state of each rate command, in the order of the algorithms
 -- (ALGORITHMS, below): its command, the tags its bytes start with, its
--- decoder and encoder. Every function holds every codec: an error names
--- the command whose state a key holds.
+-- decoder and encoder. Every function holds every codec (an error names
+-- the command whose state a key holds).
 local STATES = {}
 -- part: codec_gcra
 -- GCRA's state (src/codec/gcra.rs): 'G' and the TAT in ticks of 1/840 µs
 -- (9 bytes), or 'g', the ticks per µs (4 bytes) and the TAT in them (14
--- bytes); and the decimal forms earlier releases wrote.
+-- bytes); and earlier releases' decimal forms.
 local TICKS_PER_MICRO = 840
 do
   local MAX_TAT_LIMBS = { 32767, 10438, 49461, 28478, 20233, 3 } -- 2^64 - 1 + 4 * 10^24 + 10^15
@@ -2050,10 +2050,9 @@ end
 
 -- Apply a plan to `key`, whose value is `stored`, with the effects the
 -- module replicates: a patched value of at most 64 bytes written whole, a
--- longer one by SETRANGE (in place, O(patch) to replicate). A value to be
--- compacted (grown by appends: SETRANGE leaves it the room it grew by, up
--- to as much again) is then set at its exact size here only, as the module
--- compacts it without replicating more than the patch.
+-- longer one by SETRANGE (O(patch) to replicate). A value to be compacted
+-- (grown by appends) is then set at its exact size here only, as the
+-- module compacts it without replicating more than the patch.
 local function apply(key, plan, stored)
   if plan.kind == 'set' then
     write(key, plan.value, plan.ms)
@@ -2128,7 +2127,7 @@ end
 -- part: gcra
 -- GCRA (rl-core/src/gcra.rs). Instants are exact rationals kept as whole µs
 -- `u` and ticks `f` (0 <= f < d) of 1/d µs, d = count / gcd(period, count):
--- the module's ticks, split so that each part fits a double.
+-- the module's ticks, split so each part fits a double.
 
 do
   local Gcra = {}
@@ -2361,9 +2360,9 @@ do
 
   -- rl-core's `owing`: the level (tok, gr) at `now`, below full, stored as
   -- of `now` when a state may hold it; deeper (a refill owed to a later
-  -- instant, counted at a faster rate), as of the later instant at which
-  -- the refill brings it within one microsecond's refill of full: the same
-  -- level at every instant, in a state that reads back.
+  -- instant, at a faster rate), as of the instant the refill brings it
+  -- within one microsecond's refill of full: the same level at every
+  -- instant, in a state that reads back.
   function Bucket:owing(now, tok, gr)
     if tok >= -MAX_HELD then return { tok = tok, gr = gr, at = now } end
     -- (limit - tok) * gpt - gr grains short of full: d whole µs of refill
@@ -3183,7 +3182,7 @@ function G.all(keys, args, values, now)
   end
   -- Every limit allows: a reservation is recorded by all at the latest of
   -- their earliest instants, a partial grant by all for the least grant;
-  -- those whose own answer differs are judged again with it.
+  -- those whose answer differs are judged again with it.
   local joint, waits_for = nil, nil
   if not refused and req.mode == WAIT then
     local latest = nil
@@ -3309,11 +3308,12 @@ end
 -- part: kept
 -- What a function of the library keeps between calls (a script, nothing):
 -- its limiters' numbers by unit and parameter strings (1024, then all
--- forgotten), the settings, and its last expiry as text (see `write`).
+-- forgotten), lone quantities' values in kept[0], the settings, its last
+-- expiry as text.
 -- RL.ALL keeps each algorithm's limiters apart, in kept[1] on.
 local function keep(kept, unit, args, from, n, lim)
   if kept.held >= 1024 then
-    kept[1000000], kept[1000], kept.held = {}, {}, 0
+    kept[1000000], kept[1000], kept[0], kept.held = {}, {}, {}, 0
   end
   local t = kept[unit]
   for i = from, from + n - 2 do
@@ -3330,7 +3330,7 @@ local function keep(kept, unit, args, from, n, lim)
 end
 
 local function new_kept(algorithms)
-  local kept = { [1000000] = {}, [1000] = {}, held = 0, keep = keep, settings = settings() }
+  local kept = { [1000000] = {}, [1000] = {}, [0] = {}, held = 0, keep = keep, settings = settings() }
   for i = 1, algorithms or 0 do kept[i] = new_kept() end
   return kept
 end

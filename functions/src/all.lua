@@ -105,7 +105,7 @@ function G.all(keys, args, values, now)
   end
   -- Every limit allows: a reservation is recorded by all at the latest of
   -- their earliest instants, a partial grant by all for the least grant;
-  -- those whose own answer differs are judged again with it.
+  -- those whose answer differs are judged again with it.
   local joint, waits_for = nil, nil
   if not refused and req.mode == WAIT then
     local latest = nil

@@ -1,7 +1,6 @@
 -- The module's bounds (rl-core/src/bounds.rs), and the edition's own
--- (docs/functions.md, "Ranges"). The one-pass parts write the ones they
--- use as numbers (1e9, 1e15, 4e9, 3e15, 6e15): a name would cost each
--- script call an upvalue.
+-- (docs/functions.md, "Ranges"). The one-pass parts write them as numbers
+-- (see `plain`): a name would cost each script call an upvalue.
 local RANGE = {
   -- How far ahead of now a limiter may reach when requests fill its burst
   -- or empty its bucket: (max_burst + 1) * period / count, and

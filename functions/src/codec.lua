@@ -4,6 +4,6 @@
 --
 -- The state of each rate command, in the order of the algorithms
 -- (ALGORITHMS, below): its command, the tags its bytes start with, its
--- decoder and encoder. Every function holds every codec: an error names
--- the command whose state a key holds.
+-- decoder and encoder. Every function holds every codec (an error names
+-- the command whose state a key holds).
 local STATES = {}

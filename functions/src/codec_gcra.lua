@@ -1,6 +1,6 @@
 -- GCRA's state (src/codec/gcra.rs): 'G' and the TAT in ticks of 1/840 µs
 -- (9 bytes), or 'g', the ticks per µs (4 bytes) and the TAT in them (14
--- bytes); and the decimal forms earlier releases wrote.
+-- bytes); and earlier releases' decimal forms.
 local TICKS_PER_MICRO = 840
 do
   local MAX_TAT_LIMBS = { 32767, 10438, 49461, 28478, 20233, 3 } -- 2^64 - 1 + 4 * 10^24 + 10^15

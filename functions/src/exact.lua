@@ -3,9 +3,9 @@
 -- is computed exactly by `muldivmod`.
 
 -- floor(a * b / d) and a * b % d, exactly, for integers 0 <= a, b < 2^53 and
--- 1 <= d < 2^53; nil when the quotient is 2^53 or more. A product below 2^52
--- is exact in a double; past it, b is split as qb * d + rb and a * rb / d is
--- summed over a's bits in chunks small enough that no step leaves 2^53.
+-- 1 <= d < 2^53; nil for a quotient of 2^53 or more. A product below 2^52 is
+-- exact in a double; past it, b is split as qb * d + rb and a * rb / d is
+-- summed over a's bits in chunks so small that no step leaves 2^53.
 local function muldivmod(a, b, d)
   local p = a * b
   if p < 2^52 then

@@ -1,6 +1,6 @@
 -- GCRA (rl-core/src/gcra.rs). Instants are exact rationals kept as whole µs
 -- `u` and ticks `f` (0 <= f < d) of 1/d µs, d = count / gcd(period, count):
--- the module's ticks, split so that each part fits a double.
+-- the module's ticks, split so each part fits a double.
 
 do
   local Gcra = {}

@@ -1,6 +1,6 @@
 -- The general path: every option, form of state and error. Its parts, to
--- `general_end`, are built by the first call that needs them (the library
--- keeps them; a script builds them in each call that takes it). Each part
+-- `general_end`, are built by the first call that needs them (kept by the
+-- library; a script builds them in each call that takes it). Each part
 -- declares before its block what others use, and keeps its helpers inside.
 function general()
 -- The standard library of the general path, and its helpers.

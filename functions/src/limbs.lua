@@ -1,7 +1,6 @@
--- Exact arithmetic past 2^53 (the part `exact` has muldivmod): limbs,
--- little-endian base-2^16 digits, for the stored fields wider than a
--- double (the token bucket's 96-bit level, the GCRA's 112-bit fraction),
--- and the stored integer fields.
+-- Exact arithmetic past 2^53: limbs, little-endian base-2^16 digits, for
+-- the stored fields wider than a double (the token bucket's 96-bit level,
+-- the GCRA's 112-bit fraction), and the stored integer fields.
 local LIMB = 65536
 
 local function limbs_of(n, count)

@@ -1,14 +1,13 @@
 -- The one pass: a call that reads its key once and writes it once, with no
--- table but its reply: the plain call and the options that change nothing
--- decided at once (PEEK; BLOCK, WAIT, AT_MOST when allowed now; FORCE; a
--- GCRA refund). All else, every error too, takes the general path, which
--- answers the same (tests/functions.rs compares both with the module).
+-- table but its reply: the plain call and the options decided at once
+-- (PEEK; BLOCK, WAIT, AT_MOST when allowed now; FORCE; a GCRA refund). All
+-- else, errors too, takes the general path, which answers the same
+-- (tests/functions.rs compares both with the module).
 --
 -- A limiter is the numbers its parameters give, limit first (nil: the
--- general path words it). The bounds appear as numbers (see `bounds`):
--- MAX_LIMIT 1e9, MAX_PERIOD 1e15 µs, MAX_HELD 4e9, RANGE.ahead 3e15 and
--- RANGE.instant 6e15 µs. `kept`: what the library keeps (see `kept`); nil
--- in a script.
+-- general path words it). Bounds as numbers (see `bounds`): MAX_LIMIT 1e9,
+-- MAX_PERIOD 1e15 µs, MAX_HELD 4e9, RANGE.ahead 3e15, RANGE.instant 6e15
+-- µs. `kept`: what the library keeps (see `kept`); nil in a script.
 
 -- A decimal integer as Redis reads it, from lo to hi (both below 2^53):
 -- its value, else nil.
@@ -75,10 +74,10 @@ local function request(args, from)
 end
 
 -- SET with an absolute expiry (ms), as the module replicates it. The expiry
--- goes as a string: Lua would format a number with "%.14g", far dearer than
--- '%d'; the library keeps the last (a window's calls share it). A server
--- that does not tell scripts its version (before 7.0) gets SET then
--- PEXPIREAT, as from the module (Redis 6.0 has no PXAT).
+-- goes as a string ('%d': Lua's "%.14g" is far dearer); the library keeps
+-- the last (a window's calls share it). A server
+-- that does not tell scripts its version (before 7.0; not the library's:
+-- `kept`) gets SET then PEXPIREAT, as from the module (6.0 has no PXAT).
 local function write(key, value, ms, kept)
   local text
   if kept and kept.ms == ms then
@@ -87,7 +86,7 @@ local function write(key, value, ms, kept)
     text = string.format('%d', ms)
     if kept then kept.ms, kept.ms_text = ms, text end
   end
-  if redis.REDIS_VERSION_NUM then
+  if kept or redis.REDIS_VERSION_NUM then
     redis.call('SET', key, value, 'PXAT', text)
   else
     redis.call('SET', key, value)

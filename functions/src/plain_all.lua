@@ -1,7 +1,7 @@
 -- RL.ALL in one pass: every limit's algorithm and parameters, then
--- `[quantity] [MS]`, at most 8 keys and all apart. The keys are read with
--- one MGET; a key it answers nil for is absent, unless EXISTS says it holds
--- another type (then the general path answers).
+-- `[quantity] [MS]`, at most 8 keys and all apart, read with one MGET; a
+-- nil is an absent key unless EXISTS says it holds another type (then the
+-- general path answers).
 
 -- The algorithm a limit names: its number (the general path's ALGORITHMS),
 -- its parameters' count and its one-pass functions; nil for another word.
@@ -19,10 +19,10 @@ end
 
 -- The reply, or nil and what was read (the values, and now) for the
 -- general path. `S` holds each limit's decide function, limiter and
--- decision, 8 slots a limit, and the absent keys from slot 65.
+-- decision, 8 slots a limit, then the absent keys.
 local function all_plain(keys, args, kept, S)
   local n = #keys
-  if n == 0 or n > 8 or (kept and kept.settings or settings()).shadow then return nil end
+  if n == 0 or n > 8 then return nil end
   for i = 2, n do
     local k = keys[i]
     for j = 1, i - 1 do
@@ -73,15 +73,15 @@ local function all_plain(keys, args, kept, S)
   else
     values = redis.call('MGET', unpack(keys, 1, n))
   end
-  -- The absent keys, in slots 65 on.
-  local absent = 64
+  -- The absent keys, after the limits' slots.
+  local absent = n * 8
   for i = 1, n do
     if not values[i] then
       absent = absent + 1
       S[absent] = keys[i]
     end
   end
-  if absent > 64 and redis.call('EXISTS', unpack(S, 65, absent)) > 0 then return nil end
+  if absent > n * 8 and redis.call('EXISTS', unpack(S, n * 8 + 1, absent)) > 0 then return nil end
   local t = redis.call('TIME')
   local now = t[1] * 1000000 + t[2]
   local refused = false
@@ -96,9 +96,10 @@ local function all_plain(keys, args, kept, S)
   end
   -- The binding limit (binding(), on these lists): refused, the refusing
   -- one that waits longest (never counts as longest); else the one with the
-  -- fewest remaining. Ties: the first.
+  -- fewest remaining. Ties: the first. (Shadowed: the general path's.)
   local best = 1
   if refused then
+    if (kept and kept.settings or settings()).shadow then return nil, values, now end
     best = nil
     for i = 1, n do
       local base = (i - 1) * 8
@@ -141,7 +142,8 @@ end
 local function all(keys, args, kept)
   local S = kept and kept.scratch
   if not S then
-    S = {}
+    -- (Sized for 3 limits and keys: grown slot by slot, dear in a script.)
+    S = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
     if kept then kept.scratch = S end
   end
   local reply, values, now = all_plain(keys, args, kept, S)

@@ -1,10 +1,9 @@
 -- Leases in one pass (the general path: `concurrency`, `leases`): a value
--- of at most two leases, written whole (as plan_leases writes a value of at
--- most 64 bytes): 'Q', the last lease id (8 bytes), then 20-byte records:
--- id, deadline (0 once released in place), units.
+-- of at most two leases, written whole: 'Q', the last lease id (8 bytes),
+-- then 20-byte records: id, deadline (0 once released), units.
 
 -- The leases of such a value: how many, the last id (the header's or the
--- newest lease's, whichever is larger) and each record's id, deadline and
+-- newest lease's, the larger) and each record's id, deadline and
 -- units; nil for anything else (another form, a corrupt value, ids past
 -- 2^53), which the general path reads.
 local function lease_records(bytes)
@@ -104,7 +103,7 @@ local function concurrency(keys, args)
     else
       -- Appended to the value as it is, or the live leases rewritten after
       -- an expired one (plan_leases); the expiry no earlier than the
-      -- instant after the last id, so that an id never repeats.
+      -- instant after the last id, so an id never repeats.
       local record = u64(id) .. u64(deadline) .. struct.pack('<I4', q)
       local value
       if bytes and expired == 0 then value = bytes .. record else value = 'Q' .. u64(id) .. keep .. record end

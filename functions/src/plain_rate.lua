@@ -1,13 +1,18 @@
 -- The rate functions: the one pass where it can be, else the general path,
--- handed what was read (key and clock are read once). `alg`: the
--- algorithm's number (ALGORITHMS), `n` its parameters.
+-- handed what was read. `alg`: the algorithm's number (ALGORITHMS), `n`
+-- its parameters.
 local function rate(keys, args, kept, alg, n, limiter, decide)
   if #keys ~= 1 or #args < n then return general().rate(alg, keys, args) end
   local q, unit, mode, peek, block = 1, 1000000, 'take', false, nil
   if #args > n then
-    local _
-    q, unit, mode, peek, _, block = request(args, n + 1)
-    if not q then return general().rate(alg, keys, args) end
+    -- A lone quantity the library read before (kept[0]): its value.
+    q = #args == n + 1 and kept and kept[0][args[n + 1]]
+    if not q then
+      local _
+      q, unit, mode, peek, _, block = request(args, n + 1)
+      if not q then return general().rate(alg, keys, args) end
+      if kept and #args == n + 1 and unit == 1e6 and mode == 'take' and not peek then kept:keep(0, args, n + 1, 1, q) end
+    end
   end
   -- The limiter's numbers, limit first: those kept for these parameter
   -- strings, or built.

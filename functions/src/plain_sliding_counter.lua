@@ -1,6 +1,6 @@
 -- The sliding counter in one pass (the general path: `sliding_counter`,
 -- `codec_sliding_counter`). A state: 'C', the current window's start (7
--- bytes), the previous window's count and the current one's (4 bytes each).
+-- bytes), the previous and current windows' counts (4 bytes each).
 
 -- The limiter of `limit window` (as gcra_limiter): the limit and the
 -- window (µs).

@@ -3,10 +3,9 @@
 -- ring's oldest slot 0 (4 bytes), then the instants, oldest first (8 bytes
 -- each).
 
--- The limiter of `limit window` (as gcra_limiter; the limit capped by the
--- sliding_log_max_limit setting): the limit, the window (µs), that cap,
--- and a list for the log's instants (kept with the limiter: a script's
--- lasts one call).
+-- The limiter of `limit window` (as gcra_limiter, the limit capped by its
+-- setting): the limit, the window (µs), that cap, and a list for the
+-- log's instants (kept with the limiter).
 local function log_limiter(args, from, unit)
   local a, b = args[from], args[from + 1]
   if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end

@@ -1,6 +1,5 @@
--- The settings: edit them and load the library again (a script: build the
--- scripts again). docs/functions.md, "Settings". (A function: a script
--- builds the table only in a call that reads it; the library, once.)
+-- The settings (docs/functions.md): edit, load again (scripts: build again).
+-- A function: a script builds the table only in a call that reads it.
 local function settings()
   return {
     -- Refusals of the rate functions are answered as allowed and record

@@ -97,9 +97,9 @@ do
 
   -- rl-core's `owing`: the level (tok, gr) at `now`, below full, stored as
   -- of `now` when a state may hold it; deeper (a refill owed to a later
-  -- instant, counted at a faster rate), as of the later instant at which
-  -- the refill brings it within one microsecond's refill of full: the same
-  -- level at every instant, in a state that reads back.
+  -- instant, at a faster rate), as of the instant the refill brings it
+  -- within one microsecond's refill of full: the same level at every
+  -- instant, in a state that reads back.
   function Bucket:owing(now, tok, gr)
     if tok >= -MAX_HELD then return { tok = tok, gr = gr, at = now } end
     -- (limit - tok) * gpt - gr grains short of full: d whole µs of refill

@@ -130,10 +130,9 @@ end
 
 -- Apply a plan to `key`, whose value is `stored`, with the effects the
 -- module replicates: a patched value of at most 64 bytes written whole, a
--- longer one by SETRANGE (in place, O(patch) to replicate). A value to be
--- compacted (grown by appends: SETRANGE leaves it the room it grew by, up
--- to as much again) is then set at its exact size here only, as the module
--- compacts it without replicating more than the patch.
+-- longer one by SETRANGE (O(patch) to replicate). A value to be compacted
+-- (grown by appends) is then set at its exact size here only, as the
+-- module compacts it without replicating more than the patch.
 local function apply(key, plan, stored)
   if plan.kind == 'set' then
     write(key, plan.value, plan.ms)
