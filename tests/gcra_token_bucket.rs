@@ -676,7 +676,10 @@ fn memory_per_limiter() {
         kind.name()
     );
     match kind.memory() {
-        Some(expected) => assert_eq!((gcra, bucket), (expected.gcra, expected.token_bucket)),
+        Some(expected) => assert!(
+            expected.holds(&[(gcra, expected.gcra), (bucket, expected.token_bucket)]),
+            "{gcra} {bucket}: {expected:?}"
+        ),
         // A server not measured here: the targets of the largest figures.
         None => assert!(gcra <= 72 && bucket <= 88, "{gcra} {bucket}"),
     }

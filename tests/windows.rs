@@ -438,13 +438,13 @@ fn memory_per_limiter() {
         kind.name()
     );
     match kind.memory() {
-        Some(expected) => assert_eq!(
-            (fixed, counter, log),
-            (
-                expected.fixed,
-                expected.sliding_counter,
-                expected.sliding_log_1000
-            )
+        Some(expected) => assert!(
+            expected.holds(&[
+                (fixed, expected.fixed),
+                (counter, expected.sliding_counter),
+                (log, expected.sliding_log_1000)
+            ]),
+            "{fixed} {counter} {log}: {expected:?}"
         ),
         // A server not measured here: the largest figures of those that are.
         None => assert!(
