@@ -16,14 +16,17 @@ from the library"), and are not kept in the repository.
 
 Why the parts are laid out as they are:
 
-- A script's whole text runs on every EVALSHA: each function it defines at
-  its top level costs each call an allocation, and each local that such a
-  function uses, another. So the parts a call in one pass needs are few,
-  small and first (`settings` to `plain_leases`), and everything else (every
-  option, every form of state, every error) is the general path: the parts
-  from `general` to `general_end`, the body of one function, built on the
-  first call that needs it (once in the library; in a script, only by a
-  call that takes that path).
+- A script's text runs on every EVALSHA, up to its answer: each function it
+  defines at its top level costs each call an allocation, and each local
+  that such a function uses, another. So the parts a call in one pass needs
+  are few, small and first (`settings` to `plain_leases`), and a script
+  makes its one pass's call right after them. A one pass that cannot
+  answer returns false and what it read; only then does a script go on to
+  the rest: `base` (the guard that words a failure) and the general path
+  (every option, every form of state, every error), the parts from
+  `general` to `general_end`, the body of one function, built on the first
+  call that needs it (once in the library; in a script, only by a call that
+  takes that path).
 - Lua 5.1 allows 200 locals in a function. Each part of the general path
   keeps its helpers local to a block of its own and declares before it only
   what later parts use: the library's top level holds the one-pass parts'
@@ -42,12 +45,13 @@ LIBRARY = HERE / "ratelimit.lua"
 
 # The parts, in the library's order.
 PARTS = [
-    # What a call in one pass needs: the top level of every script.
-    "settings", "version", "base", "exact", "plain",
+    # What a call in one pass needs: the top of every script.
+    "settings", "version", "exact", "plain",
     "plain_gcra", "plain_token_bucket", "plain_fixed", "plain_sliding_log", "plain_sliding_counter",
     "plain_rate", "plain_all", "plain_leases",
-    # The general path: the body of `general`, built on first use.
-    "general", "bounds", "errors", "limbs", "args", "options", "decision",
+    # The guard, and the general path: the body of `general`, built on first
+    # use (a script's rest, after its one pass's call).
+    "base", "general", "bounds", "errors", "limbs", "args", "options", "decision",
     "codec", "codec_gcra", "codec_token_bucket", "codec_fixed_window", "codec_sliding_log",
     "codec_sliding_counter", "codec_concurrency",
     "writes", "frame", "algorithms",
@@ -64,10 +68,11 @@ PARTS = [
 # each EVALSHA about 400 instructions).
 PRELUDE = "if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end"
 
-# What every script of a function with a general path holds.
-ONE_PASS = ["settings", "base", "exact", "plain"]
+# What every script of a function with a general path holds: its one
+# pass's parts, and after the call, the rest.
+ONE_PASS = ["settings", "exact", "plain"]
 GENERAL = [
-    "general", "bounds", "errors", "limbs", "args", "options", "decision",
+    "base", "general", "bounds", "errors", "limbs", "args", "options", "decision",
     "codec", "codec_gcra", "codec_token_bucket", "codec_fixed_window", "codec_sliding_log",
     "codec_sliding_counter", "codec_concurrency", "writes",
 ]
@@ -77,13 +82,19 @@ ALGORITHMS = ["gcra", "token_bucket", "fixed_window", "sliding_log", "sliding_co
 
 @dataclass
 class Function:
-    """A function of the library: the parts its script holds, and the call
-    that answers it, with {keys}, {args} and {kept} for what the library and
-    a script pass (KEYS, ARGV and nil in a script: it keeps nothing)."""
+    """A function of the library: the parts its one pass needs, and those of
+    the rest (the guard and the general path; none: the one pass is all),
+    its one pass's call (its arguments a Lua list) and the general path's
+    call (a function of the general path, then its arguments), with {keys},
+    {args} and {kept} for what the library and a script pass (KEYS, ARGV
+    and nil in a script: it keeps nothing), and {a}, {b} for what the one
+    pass handed over."""
 
     name: str
     parts: list
     call: str
+    rest: list = ()
+    general: str = None
     # What the library's function keeps between calls (a Lua expression),
     # or None.
     kept: str = None
@@ -93,13 +104,26 @@ class Function:
 def rate_function(name, one_pass, algorithm, number, params, plain):
     return Function(
         name,
-        ONE_PASS + [one_pass, "plain_rate"] + RATE_GENERAL + [algorithm, "request", "store", "rate", "general_end"],
-        f"guard(rate, {{keys}}, {{args}}, {{kept}}, {number}, {params}, {plain}_limiter, {plain}_decide)",
+        ONE_PASS + [one_pass, "plain_rate"],
+        f"rate, {{keys}}, {{args}}, {{kept}}, {number}, {params}, {plain}_limiter, {plain}_decide",
+        RATE_GENERAL + [algorithm, "request", "store", "rate", "general_end"],
+        f"general().rate, {number}, {{keys}}, {{args}}, {{a}}, {{b}}",
         kept="new_kept()",
     )
 
 
-LEASES = ONE_PASS + ["plain_leases"] + GENERAL + ["concurrency", "store", "leases", "general_end"]
+LEASES = GENERAL + ["concurrency", "store", "leases", "general_end"]
+
+
+def lease_function(name, call):
+    return Function(
+        name,
+        ONE_PASS + ["plain_leases"],
+        f"{call}, {{keys}}, {{args}}",
+        LEASES,
+        f"general().{call}, {{keys}}, {{args}}, {{a}}, {{b}}",
+    )
+
 
 FUNCTIONS = [
     rate_function("rl_gcra", "plain_gcra", "gcra", 1, 3, "gcra"),
@@ -110,14 +134,16 @@ FUNCTIONS = [
     Function(
         "rl_all",
         ONE_PASS + [f"plain_{a}" for a in ["gcra", "token_bucket", "fixed", "sliding_log", "sliding_counter"]]
-        + ["plain_all"] + RATE_GENERAL + ALGORITHMS + ["request", "store", "rate", "all", "general_end"],
-        "guard(all, {keys}, {args}, {kept})",
+        + ["plain_all"],
+        "all, {keys}, {args}, {kept}",
+        RATE_GENERAL + ALGORITHMS + ["request", "store", "rate", "all", "general_end"],
+        "general().all, {keys}, {args}, {a}, {b}",
         # Each algorithm's limiters, by its number.
         kept="new_kept(5)",
     ),
-    Function("rl_concurrency", LEASES, "guard(concurrency, {keys}, {args})"),
-    Function("rl_release", LEASES, "guard(release, {keys}, {args})"),
-    Function("rl_renew", LEASES, "guard(renew, {keys}, {args})"),
+    lease_function("rl_concurrency", "concurrency"),
+    lease_function("rl_release", "release"),
+    lease_function("rl_renew", "renew"),
     Function("rl_version", ["version"], "VERSION", flags=("no-writes", "allow-stale")),
 ]
 
@@ -131,28 +157,46 @@ def header():
         "-- redis-ratelimit, the functions edition (SPEC 17): the module's commands",
         "-- as a Redis Functions library: the module's answers and bytes.",
         "--",
-        '--   redis-cli FUNCTION LOAD REPLACE "$(cat functions/ratelimit.lua)"',
+        '--   redis-cli -x FUNCTION LOAD REPLACE < functions/ratelimit.lua',
         "--   FCALL rl_gcra 1 user:42 9 10 1 MS WAIT 500",
         "--",
         "-- Written by functions/build.py from functions/src/ (edit those): each",
         "-- part is the file of its name, after a line `-- part: NAME`. A",
-        "-- function's script, for EVALSHA (docs/functions.md), is the prelude its",
-        "-- line below gives, then each part it names, in order, then its last line:",
-        "-- `-- script NAME: PRELUDE | PARTS | LAST LINE`.",
+        "-- function's script, for EVALSHA (docs/functions.md), is its line below:",
+        "-- `-- script NAME: LINE | PARTS | LINE | PARTS | LINE`, each LINE a line",
+        "-- of its own and each PARTS the parts it names, in order (the last two",
+        "-- fields may be absent).",
     ]
     for f in FUNCTIONS:
-        lines.append(f"{SCRIPT}{f.name}: {PRELUDE} | {' '.join(f.parts)} | return {script_call(f)}")
+        fields = [PRELUDE, " ".join(f.parts)] + script_calls(f)
+        if f.rest:
+            fields[3:3] = [" ".join(f.rest)]
+        for field in fields:
+            if " | " in field or "\n" in field:
+                sys.exit(f"{f.name}: a script line's field may not hold ' | ' or a newline: {field!r}")
+        lines.append(f"{SCRIPT}{f.name}: {' | '.join(fields)}")
     return "\n".join(lines) + "\n"
 
 
-def script_call(f):
-    return f.call.format(keys="KEYS", args="ARGV", kept="nil")
+def script_calls(f, keys="KEYS", args="ARGV", kept="nil"):
+    """A function's lines (a script's after its one pass's parts; the
+    library's function's body): the one pass's call, answered where it
+    answers; then (in a script, after the rest's parts) a failure worded or
+    the general path's call."""
+    call = f.call.format(keys=keys, args=args, kept=kept)
+    if not f.rest:
+        return [f"return {call}"]
+    general = f.general.format(keys=keys, args=args, a="a", b="b")
+    return [
+        f"local ok, reply, a, b = pcall({call}) if ok and reply ~= false then return reply end",
+        f"if not ok then return failure(reply) end return guard({general})",
+    ]
 
 
 def registration():
     lines = [
         f"{MARKER}register",
-        "-- The functions: each makes its script's last call, with what it keeps.",
+        "-- The functions: each runs its script's lines, with what it keeps.",
     ]
     for f in FUNCTIONS:
         if f.flags:
@@ -162,12 +206,13 @@ def registration():
                 f"redis.register_function {{ function_name = '{f.name}', callback = {callback}, flags = {{ {flags} }} }}"
             )
             continue
-        call = f.call.format(keys="keys", args="args", kept="kept")
-        register = f"redis.register_function('{f.name}', function(keys, args) return {call} end)"
+        register = [f"redis.register_function('{f.name}', function(keys, args)"]
+        register += [f"  {line}" for line in script_calls(f, "keys", "args", "kept")]
+        register.append("end)")
         if f.kept:
-            lines += ["do", f"  local kept = {f.kept}", f"  {register}", "end"]
+            lines += ["do", f"  local kept = {f.kept}"] + [f"  {line}" for line in register] + ["end"]
         else:
-            lines.append(register)
+            lines += register
     return "\n".join(lines) + "\n"
 
 
@@ -188,8 +233,9 @@ def library():
     if set(PARTS) != known:
         sys.exit(f"functions/src and PARTS differ: {sorted(known ^ set(PARTS))}")
     for f in FUNCTIONS:
-        order = [PARTS.index(p) for p in f.parts if p in PARTS]
-        if len(order) != len(f.parts) or order != sorted(order) or len(set(f.parts)) != len(f.parts):
+        parts = f.parts + list(f.rest)
+        order = [PARTS.index(p) for p in parts if p in PARTS]
+        if len(order) != len(parts) or order != sorted(order) or len(set(parts)) != len(parts):
             sys.exit(f"{f.name}: its parts must be parts of the library, each once, in the library's order")
     out = [header()]
     for name in PARTS:
@@ -204,9 +250,10 @@ def scripts_from_library(text):
 
     The header is the lines before the first part line (a line that starts
     with '-- part: '); a part is its line and the lines after it up to the
-    next part line. A header line '-- script NAME: PRELUDE | PARTS | LAST'
-    gives function NAME's script: PRELUDE, a newline, each part of PARTS
-    (names apart by spaces) in turn, then LAST and a newline.
+    next part line. A header line '-- script NAME: FIELDS' gives function
+    NAME's script: FIELDS, apart by ' | ', are in turn a line, the names of
+    parts (apart by spaces), a line, and so on; each line is written with a
+    newline after it, and each part named, whole, in turn.
     """
     parts, recipes, current = {}, {}, None
     # Lines end at '\n' alone (str.splitlines would also break at '\f',
@@ -223,8 +270,14 @@ def scripts_from_library(text):
             name, _, recipe = line[len(SCRIPT):].rstrip("\n").partition(": ")
             recipes[name] = recipe.split(" | ")
     scripts = {}
-    for name, (prelude, names, last) in recipes.items():
-        scripts[name] = prelude + "\n" + "".join("".join(parts[p]) for p in names.split(" ")) + last + "\n"
+    for name, fields in recipes.items():
+        out = []
+        for i, field in enumerate(fields):
+            if i % 2 == 0:
+                out.append(field + "\n")
+            else:
+                out += ["".join(parts[p]) for p in field.split(" ")]
+        scripts[name] = "".join(out)
     return scripts
 
 

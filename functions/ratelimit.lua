@@ -2,23 +2,24 @@
 -- redis-ratelimit, the functions edition (SPEC 17): the module's commands
 -- as a Redis Functions library: the module's answers and bytes.
 --
---   redis-cli FUNCTION LOAD REPLACE "$(cat functions/ratelimit.lua)"
+--   redis-cli -x FUNCTION LOAD REPLACE < functions/ratelimit.lua
 --   FCALL rl_gcra 1 user:42 9 10 1 MS WAIT 500
 --
 -- Written by functions/build.py from functions/src/ (edit those): each
 -- part is the file of its name, after a line `-- part: NAME`. A
--- function's script, for EVALSHA (docs/functions.md), is the prelude its
--- line below gives, then each part it names, in order, then its last line:
--- `-- script NAME: PRELUDE | PARTS | LAST LINE`.
--- script rl_gcra: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_gcra plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra request store rate general_end | return guard(rate, KEYS, ARGV, nil, 1, 3, gcra_limiter, gcra_decide)
--- script rl_token_bucket: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_token_bucket plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms token_bucket request store rate general_end | return guard(rate, KEYS, ARGV, nil, 2, 3, bucket_limiter, bucket_decide)
--- script rl_fixed: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_fixed plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms fixed_window request store rate general_end | return guard(rate, KEYS, ARGV, nil, 3, 2, fixed_limiter, fixed_decide)
--- script rl_sliding_log: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_sliding_log plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_log request store rate general_end | return guard(rate, KEYS, ARGV, nil, 4, 2, log_limiter, log_decide)
--- script rl_sliding_counter: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_sliding_counter plain_rate general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_counter request store rate general_end | return guard(rate, KEYS, ARGV, nil, 5, 2, counter_limiter, counter_decide)
--- script rl_all: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_gcra plain_token_bucket plain_fixed plain_sliding_log plain_sliding_counter plain_all general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra token_bucket fixed_window sliding_log sliding_counter request store rate all general_end | return guard(all, KEYS, ARGV, nil)
--- script rl_concurrency: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(concurrency, KEYS, ARGV)
--- script rl_release: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(release, KEYS, ARGV)
--- script rl_renew: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings base exact plain plain_leases general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | return guard(renew, KEYS, ARGV)
+-- function's script, for EVALSHA (docs/functions.md), is its line below:
+-- `-- script NAME: LINE | PARTS | LINE | PARTS | LINE`, each LINE a line
+-- of its own and each PARTS the parts it names, in order (the last two
+-- fields may be absent).
+-- script rl_gcra: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_gcra plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 1, 3, gcra_limiter, gcra_decide) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 1, KEYS, ARGV, a, b)
+-- script rl_token_bucket: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_token_bucket plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 2, 3, bucket_limiter, bucket_decide) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms token_bucket request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 2, KEYS, ARGV, a, b)
+-- script rl_fixed: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_fixed plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 3, 2, fixed_limiter, fixed_decide) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms fixed_window request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 3, KEYS, ARGV, a, b)
+-- script rl_sliding_log: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_sliding_log plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 4, 2, log_limiter, log_decide) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_log request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 4, KEYS, ARGV, a, b)
+-- script rl_sliding_counter: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_sliding_counter plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 5, 2, counter_limiter, counter_decide) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_counter request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 5, KEYS, ARGV, a, b)
+-- script rl_all: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_gcra plain_token_bucket plain_fixed plain_sliding_log plain_sliding_counter plain_all | local ok, reply, a, b = pcall(all, KEYS, ARGV, nil) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra token_bucket fixed_window sliding_log sliding_counter request store rate all general_end | if not ok then return failure(reply) end return guard(general().all, KEYS, ARGV, a, b)
+-- script rl_concurrency: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_leases | local ok, reply, a, b = pcall(concurrency, KEYS, ARGV) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | if not ok then return failure(reply) end return guard(general().concurrency, KEYS, ARGV, a, b)
+-- script rl_release: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_leases | local ok, reply, a, b = pcall(release, KEYS, ARGV) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | if not ok then return failure(reply) end return guard(general().release, KEYS, ARGV, a, b)
+-- script rl_renew: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_leases | local ok, reply, a, b = pcall(renew, KEYS, ARGV) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | if not ok then return failure(reply) end return guard(general().renew, KEYS, ARGV, a, b)
 -- script rl_version: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | version | return VERSION
 -- part: settings
 -- The settings (docs/functions.md): edit, load again (scripts: build again).
@@ -37,34 +38,6 @@ end
 -- part: version
 -- The library's version: the module's (Cargo.toml), answered by rl_version.
 local VERSION = '0.1.0'
--- part: base
--- What every function runs on. A script runs its whole text each call, and
--- each top-level function and each upvalue it takes costs an allocation:
--- the one-pass parts look the standard library up where they use it.
-
--- The general path: every option, every form of state, every error (the
--- parts from `general` to `general_end`), built on the first call that
--- needs it.
-local general
-
--- Every function runs behind this: a refusal answered as the module words
--- it (raised by `fail`, a table with its message), and any other failure
--- as an error that shows no script location.
-local function guard(body, ...)
-  local ok, result = pcall(body, ...)
-  if ok then return result end
-  if type(result) == 'table' then
-    if result.message then return redis.error_reply(result.message) end
-    if result.err then return result end
-  end
-  -- A server's refusal of a write (out of memory, a read-only replica),
-  -- raised as text by scripts on older servers: its own words.
-  if type(result) == 'string' then
-    local refusal = result:match('OOM command not allowed.*') or result:match('READONLY .*')
-    if refusal then return redis.error_reply((refusal:gsub('%s*script: .*$', ''))) end
-  end
-  return redis.error_reply('ERR internal error in the ratelimit library (the request was not applied)')
-end
 -- part: exact
 -- Exact arithmetic on doubles (the general path adds the limbs, `limbs`).
 -- Lua's numbers are doubles: every value here is an integer below 2^53, or
@@ -138,12 +111,21 @@ end
 -- table but its reply: the plain call and the options decided at once
 -- (PEEK; BLOCK, WAIT, AT_MOST when allowed now; FORCE; a GCRA refund). All
 -- else, errors too, takes the general path, which answers the same
--- (tests/functions.rs compares both with the module).
+-- (tests/functions.rs compares both with the module): a one-pass function
+-- answers false, then what it read, and the function's caller (build.py's
+-- FUNCTIONS: the library's registration, a script's last lines) hands that
+-- to the general path. So no one-pass function refers to the general path,
+-- and a script builds it only in a call that takes it.
 --
 -- A limiter is the numbers its parameters give, limit first (nil: the
 -- general path words it). Bounds as numbers (see `bounds`): MAX_LIMIT 1e9,
 -- MAX_PERIOD 1e15 µs, MAX_HELD 4e9, RANGE.ahead 3e15, RANGE.instant 6e15
 -- µs. `kept`: what the library keeps (see `kept`); nil in a script.
+--
+-- A script runs its whole text each call, up to its one pass's answer:
+-- each top-level function and each local that such a function uses costs
+-- it an allocation, so the one-pass parts are few functions, and look the
+-- standard library up where they use it.
 
 -- A decimal integer as Redis reads it, from lo to hi (both below 2^53):
 -- its value, else nil.
@@ -736,11 +718,11 @@ local function counter_decide(bytes, now, q, mode, limit, w)
   return 0, left, -1, full, struct.pack('<BI7I4I4', 67, start, prev, cur), ms
 end
 -- part: plain_rate
--- The rate functions: the one pass where it can be, else the general path,
--- handed what was read. `alg`: the algorithm's number (ALGORITHMS), `n`
+-- The rate functions: the one pass's reply where it can be, else false and
+-- what was read (the key's bytes, and now) for the general path. `alg`: the algorithm's number (ALGORITHMS), `n`
 -- its parameters.
 local function rate(keys, args, kept, alg, n, limiter, decide)
-  if #keys ~= 1 or #args < n then return general().rate(alg, keys, args) end
+  if #keys ~= 1 or #args < n then return false end
   local q, unit, mode, peek, block = 1, 1000000, 'take', false, nil
   if #args > n then
     -- A lone quantity the library read before (kept[0]): its value.
@@ -748,7 +730,7 @@ local function rate(keys, args, kept, alg, n, limiter, decide)
     if not q then
       local _
       q, unit, mode, peek, _, block = request(args, n + 1)
-      if not q then return general().rate(alg, keys, args) end
+      if not q then return false end
       if kept and #args == n + 1 and unit == 1e6 and mode == 'take' and not peek then kept:keep(0, args, n + 1, 1, q) end
     end
   end
@@ -764,13 +746,13 @@ local function rate(keys, args, kept, alg, n, limiter, decide)
     l1, l2, l3, l4, l5 = lim[1], lim[2], lim[3], lim[4], lim[5]
   else
     l1, l2, l3, l4, l5 = limiter(args, 1, unit)
-    if not l1 then return general().rate(alg, keys, args) end
+    if not l1 then return false end
     if kept then kept:keep(unit, args, 1, n, { l1, l2, l3, l4, l5 }) end
   end
   local key = keys[1]
   local bytes = redis.pcall('GET', key)
   -- A string, false (no key), or the error of another type.
-  if bytes and bytes.err then return general().rate(alg, keys, args) end
+  if bytes and bytes.err then return false end
   bytes = bytes or nil
   local t = redis.call('TIME')
   local now = t[1] * 1000000 + t[2]
@@ -780,7 +762,7 @@ local function rate(keys, args, kept, alg, n, limiter, decide)
   -- starts, or the shadow switch.
   if not (blocked == 0 or (blocked == 1 and mode ~= 'wait' and mode ~= 'at_most' and not block
     and not (kept and kept.settings or settings()).shadow)) then
-    return general().rate(alg, keys, args, bytes, now)
+    return false, bytes, now
   end
   if value and not peek then
     if value == true then redis.call('DEL', key) else write(key, value, ms, kept) end
@@ -941,7 +923,8 @@ local function all_plain(keys, args, kept, S)
   return { S[base + 1], S[base + 3][1], S[base + 2], retry, reset, best }
 end
 
--- rl_all: the one pass, else the general path (handed what was read).
+-- rl_all: the one pass's reply, else false and what was read (the values,
+-- and now) for the general path.
 local function all(keys, args, kept)
   local S = kept and kept.scratch
   if not S then
@@ -950,8 +933,7 @@ local function all(keys, args, kept)
     if kept then kept.scratch = S end
   end
   local reply, values, now = all_plain(keys, args, kept, S)
-  if reply then return reply end
-  return general().all(keys, args, values, now)
+  return reply or false, values, now
 end
 -- part: plain_leases
 -- Leases in one pass (the general path: `concurrency`, `leases`): a value
@@ -1020,23 +1002,24 @@ local function ms_of(us)
 end
 
 -- rl_concurrency: a lease taken at once, `limit timeout [quantity] [MS]
--- [PEEK]`; a refusal that may wait, and every other case, the general path.
+-- [PEEK]`; a refusal that may wait, and every other case, the general path
+-- (false, then the key's bytes and now where read).
 local function concurrency(keys, args)
-  if #keys ~= 1 or #args < 2 then return general().concurrency(keys, args) end
+  if #keys ~= 1 or #args < 2 then return false end
   local q, unit, mode, peek, wait, block = request(args, 3)
   local most = settings().concurrency_max_limit
   if most > 1e9 then most = 1e9 end
   local limit = decimal(args[1], 1, most)
   local timeout = q and decimal(args[2], 1, 1e15 / unit)
-  if not (limit and timeout and mode == 'take') or wait or block then return general().concurrency(keys, args) end
+  if not (limit and timeout and mode == 'take') or wait or block then return false end
   timeout = timeout * unit
   local key = keys[1]
   local bytes = redis.pcall('GET', key)
   local n, last, id1, d1, u1, id2, d2, u2 = 0, 0
   if bytes then
-    if bytes.err then return general().concurrency(keys, args) end
+    if bytes.err then return false end
     n, last, id1, d1, u1, id2, d2, u2 = lease_records(bytes)
-    if not n then return general().concurrency(keys, args, bytes) end
+    if not n then return false, bytes end
   end
   local t = redis.call('TIME')
   local now = t[1] * 1000000 + t[2]
@@ -1048,7 +1031,7 @@ local function concurrency(keys, args)
     blocked = 1
   elseif q > 0 then
     -- Refused for the units held: the general path says when.
-    if held + q > limit then return general().concurrency(keys, args, bytes, now) end
+    if held + q > limit then return false, bytes, now end
     id = last + 1
     if now > id then id = now end
     local deadline = now + timeout
@@ -1063,7 +1046,7 @@ local function concurrency(keys, args)
       local record = u64(id) .. u64(deadline) .. struct.pack('<I4', q)
       local value
       if bytes and expired == 0 then value = bytes .. record else value = 'Q' .. u64(id) .. keep .. record end
-      if #value > 64 then return general().concurrency(keys, args, bytes, now) end
+      if #value > 64 then return false, bytes, now end
       local ends = latest
       if id + 1 > ends then ends = id + 1 end
       write(key, value, ms_of(ends), nil)
@@ -1112,7 +1095,7 @@ local function release(keys, args)
       end
     end
   end
-  return general().release(keys, args)
+  return false
 end
 
 -- rl_renew: a held lease's deadline moved to now + timeout, in a value of
@@ -1161,14 +1144,43 @@ local function renew(keys, args)
       end
     end
   end
-  return general().renew(keys, args)
+  return false
+end
+-- part: base
+-- What every function runs behind: its one pass and its general path, each
+-- called guarded. (A script reaches this part only in a call its one pass
+-- did not answer: see `plain`.)
+
+-- A failure as the module words it: a refusal (raised by `fail`, a table
+-- with its message) as its message, a server's error reply as it is, and
+-- any other failure as an error that shows no script location.
+local function failure(result)
+  if type(result) == 'table' then
+    if result.message then return redis.error_reply(result.message) end
+    if result.err then return result end
+  end
+  -- A server's refusal of a write (out of memory, a read-only replica),
+  -- raised as text by scripts on older servers: its own words.
+  if type(result) == 'string' then
+    local refusal = result:match('OOM command not allowed.*') or result:match('READONLY .*')
+    if refusal then return redis.error_reply((refusal:gsub('%s*script: .*$', ''))) end
+  end
+  return redis.error_reply('ERR internal error in the ratelimit library (the request was not applied)')
+end
+
+-- body(...)'s results (a one pass answers at most three), or its failure
+-- worded.
+local function guard(body, ...)
+  local ok, result, a, b = pcall(body, ...)
+  if ok then return result, a, b end
+  return failure(result)
 end
 -- part: general
 -- The general path: every option, form of state and error. Its parts, to
 -- `general_end`, are built by the first call that needs them (kept by the
 -- library; a script builds them in each call that takes it). Each part
 -- declares before its block what others use, and keeps its helpers inside.
-function general()
+local function general()
 -- The standard library of the general path, and its helpers.
 local floor, fmt, sub, byte, char, rep, find = math.floor, string.format, string.sub, string.byte, string.char, string.rep, string.find
 local lower, upper, concat, sort = string.lower, string.upper, table.concat, table.sort
@@ -3335,32 +3347,59 @@ local function new_kept(algorithms)
   return kept
 end
 -- part: register
--- The functions: each makes its script's last call, with what it keeps.
+-- The functions: each runs its script's lines, with what it keeps.
 do
   local kept = new_kept()
-  redis.register_function('rl_gcra', function(keys, args) return guard(rate, keys, args, kept, 1, 3, gcra_limiter, gcra_decide) end)
+  redis.register_function('rl_gcra', function(keys, args)
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 1, 3, gcra_limiter, gcra_decide) if ok and reply ~= false then return reply end
+    if not ok then return failure(reply) end return guard(general().rate, 1, keys, args, a, b)
+  end)
 end
 do
   local kept = new_kept()
-  redis.register_function('rl_token_bucket', function(keys, args) return guard(rate, keys, args, kept, 2, 3, bucket_limiter, bucket_decide) end)
+  redis.register_function('rl_token_bucket', function(keys, args)
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 2, 3, bucket_limiter, bucket_decide) if ok and reply ~= false then return reply end
+    if not ok then return failure(reply) end return guard(general().rate, 2, keys, args, a, b)
+  end)
 end
 do
   local kept = new_kept()
-  redis.register_function('rl_fixed', function(keys, args) return guard(rate, keys, args, kept, 3, 2, fixed_limiter, fixed_decide) end)
+  redis.register_function('rl_fixed', function(keys, args)
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 3, 2, fixed_limiter, fixed_decide) if ok and reply ~= false then return reply end
+    if not ok then return failure(reply) end return guard(general().rate, 3, keys, args, a, b)
+  end)
 end
 do
   local kept = new_kept()
-  redis.register_function('rl_sliding_log', function(keys, args) return guard(rate, keys, args, kept, 4, 2, log_limiter, log_decide) end)
+  redis.register_function('rl_sliding_log', function(keys, args)
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 4, 2, log_limiter, log_decide) if ok and reply ~= false then return reply end
+    if not ok then return failure(reply) end return guard(general().rate, 4, keys, args, a, b)
+  end)
 end
 do
   local kept = new_kept()
-  redis.register_function('rl_sliding_counter', function(keys, args) return guard(rate, keys, args, kept, 5, 2, counter_limiter, counter_decide) end)
+  redis.register_function('rl_sliding_counter', function(keys, args)
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 5, 2, counter_limiter, counter_decide) if ok and reply ~= false then return reply end
+    if not ok then return failure(reply) end return guard(general().rate, 5, keys, args, a, b)
+  end)
 end
 do
   local kept = new_kept(5)
-  redis.register_function('rl_all', function(keys, args) return guard(all, keys, args, kept) end)
+  redis.register_function('rl_all', function(keys, args)
+    local ok, reply, a, b = pcall(all, keys, args, kept) if ok and reply ~= false then return reply end
+    if not ok then return failure(reply) end return guard(general().all, keys, args, a, b)
+  end)
 end
-redis.register_function('rl_concurrency', function(keys, args) return guard(concurrency, keys, args) end)
-redis.register_function('rl_release', function(keys, args) return guard(release, keys, args) end)
-redis.register_function('rl_renew', function(keys, args) return guard(renew, keys, args) end)
+redis.register_function('rl_concurrency', function(keys, args)
+  local ok, reply, a, b = pcall(concurrency, keys, args) if ok and reply ~= false then return reply end
+  if not ok then return failure(reply) end return guard(general().concurrency, keys, args, a, b)
+end)
+redis.register_function('rl_release', function(keys, args)
+  local ok, reply, a, b = pcall(release, keys, args) if ok and reply ~= false then return reply end
+  if not ok then return failure(reply) end return guard(general().release, keys, args, a, b)
+end)
+redis.register_function('rl_renew', function(keys, args)
+  local ok, reply, a, b = pcall(renew, keys, args) if ok and reply ~= false then return reply end
+  if not ok then return failure(reply) end return guard(general().renew, keys, args, a, b)
+end)
 redis.register_function { function_name = 'rl_version', callback = function() return VERSION end, flags = { 'no-writes', 'allow-stale' } }

@@ -1,18 +1,11 @@
--- What every function runs on. A script runs its whole text each call, and
--- each top-level function and each upvalue it takes costs an allocation:
--- the one-pass parts look the standard library up where they use it.
+-- What every function runs behind: its one pass and its general path, each
+-- called guarded. (A script reaches this part only in a call its one pass
+-- did not answer: see `plain`.)
 
--- The general path: every option, every form of state, every error (the
--- parts from `general` to `general_end`), built on the first call that
--- needs it.
-local general
-
--- Every function runs behind this: a refusal answered as the module words
--- it (raised by `fail`, a table with its message), and any other failure
--- as an error that shows no script location.
-local function guard(body, ...)
-  local ok, result = pcall(body, ...)
-  if ok then return result end
+-- A failure as the module words it: a refusal (raised by `fail`, a table
+-- with its message) as its message, a server's error reply as it is, and
+-- any other failure as an error that shows no script location.
+local function failure(result)
   if type(result) == 'table' then
     if result.message then return redis.error_reply(result.message) end
     if result.err then return result end
@@ -24,4 +17,12 @@ local function guard(body, ...)
     if refusal then return redis.error_reply((refusal:gsub('%s*script: .*$', ''))) end
   end
   return redis.error_reply('ERR internal error in the ratelimit library (the request was not applied)')
+end
+
+-- body(...)'s results (a one pass answers at most three), or its failure
+-- worded.
+local function guard(body, ...)
+  local ok, result, a, b = pcall(body, ...)
+  if ok then return result, a, b end
+  return failure(result)
 end

@@ -2,7 +2,7 @@
 -- `general_end`, are built by the first call that needs them (kept by the
 -- library; a script builds them in each call that takes it). Each part
 -- declares before its block what others use, and keeps its helpers inside.
-function general()
+local function general()
 -- The standard library of the general path, and its helpers.
 local floor, fmt, sub, byte, char, rep, find = math.floor, string.format, string.sub, string.byte, string.char, string.rep, string.find
 local lower, upper, concat, sort = string.lower, string.upper, table.concat, table.sort

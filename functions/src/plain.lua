@@ -2,12 +2,21 @@
 -- table but its reply: the plain call and the options decided at once
 -- (PEEK; BLOCK, WAIT, AT_MOST when allowed now; FORCE; a GCRA refund). All
 -- else, errors too, takes the general path, which answers the same
--- (tests/functions.rs compares both with the module).
+-- (tests/functions.rs compares both with the module): a one-pass function
+-- answers false, then what it read, and the function's caller (build.py's
+-- FUNCTIONS: the library's registration, a script's last lines) hands that
+-- to the general path. So no one-pass function refers to the general path,
+-- and a script builds it only in a call that takes it.
 --
 -- A limiter is the numbers its parameters give, limit first (nil: the
 -- general path words it). Bounds as numbers (see `bounds`): MAX_LIMIT 1e9,
 -- MAX_PERIOD 1e15 µs, MAX_HELD 4e9, RANGE.ahead 3e15, RANGE.instant 6e15
 -- µs. `kept`: what the library keeps (see `kept`); nil in a script.
+--
+-- A script runs its whole text each call, up to its one pass's answer:
+-- each top-level function and each local that such a function uses costs
+-- it an allocation, so the one-pass parts are few functions, and look the
+-- standard library up where they use it.
 
 -- A decimal integer as Redis reads it, from lo to hi (both below 2^53):
 -- its value, else nil.

@@ -138,7 +138,8 @@ local function all_plain(keys, args, kept, S)
   return { S[base + 1], S[base + 3][1], S[base + 2], retry, reset, best }
 end
 
--- rl_all: the one pass, else the general path (handed what was read).
+-- rl_all: the one pass's reply, else false and what was read (the values,
+-- and now) for the general path.
 local function all(keys, args, kept)
   local S = kept and kept.scratch
   if not S then
@@ -147,6 +148,5 @@ local function all(keys, args, kept)
     if kept then kept.scratch = S end
   end
   local reply, values, now = all_plain(keys, args, kept, S)
-  if reply then return reply end
-  return general().all(keys, args, values, now)
+  return reply or false, values, now
 end

@@ -64,23 +64,24 @@ local function ms_of(us)
 end
 
 -- rl_concurrency: a lease taken at once, `limit timeout [quantity] [MS]
--- [PEEK]`; a refusal that may wait, and every other case, the general path.
+-- [PEEK]`; a refusal that may wait, and every other case, the general path
+-- (false, then the key's bytes and now where read).
 local function concurrency(keys, args)
-  if #keys ~= 1 or #args < 2 then return general().concurrency(keys, args) end
+  if #keys ~= 1 or #args < 2 then return false end
   local q, unit, mode, peek, wait, block = request(args, 3)
   local most = settings().concurrency_max_limit
   if most > 1e9 then most = 1e9 end
   local limit = decimal(args[1], 1, most)
   local timeout = q and decimal(args[2], 1, 1e15 / unit)
-  if not (limit and timeout and mode == 'take') or wait or block then return general().concurrency(keys, args) end
+  if not (limit and timeout and mode == 'take') or wait or block then return false end
   timeout = timeout * unit
   local key = keys[1]
   local bytes = redis.pcall('GET', key)
   local n, last, id1, d1, u1, id2, d2, u2 = 0, 0
   if bytes then
-    if bytes.err then return general().concurrency(keys, args) end
+    if bytes.err then return false end
     n, last, id1, d1, u1, id2, d2, u2 = lease_records(bytes)
-    if not n then return general().concurrency(keys, args, bytes) end
+    if not n then return false, bytes end
   end
   local t = redis.call('TIME')
   local now = t[1] * 1000000 + t[2]
@@ -92,7 +93,7 @@ local function concurrency(keys, args)
     blocked = 1
   elseif q > 0 then
     -- Refused for the units held: the general path says when.
-    if held + q > limit then return general().concurrency(keys, args, bytes, now) end
+    if held + q > limit then return false, bytes, now end
     id = last + 1
     if now > id then id = now end
     local deadline = now + timeout
@@ -107,7 +108,7 @@ local function concurrency(keys, args)
       local record = u64(id) .. u64(deadline) .. struct.pack('<I4', q)
       local value
       if bytes and expired == 0 then value = bytes .. record else value = 'Q' .. u64(id) .. keep .. record end
-      if #value > 64 then return general().concurrency(keys, args, bytes, now) end
+      if #value > 64 then return false, bytes, now end
       local ends = latest
       if id + 1 > ends then ends = id + 1 end
       write(key, value, ms_of(ends), nil)
@@ -156,7 +157,7 @@ local function release(keys, args)
       end
     end
   end
-  return general().release(keys, args)
+  return false
 end
 
 -- rl_renew: a held lease's deadline moved to now + timeout, in a value of
@@ -205,5 +206,5 @@ local function renew(keys, args)
       end
     end
   end
-  return general().renew(keys, args)
+  return false
 end

@@ -1,8 +1,8 @@
--- The rate functions: the one pass where it can be, else the general path,
--- handed what was read. `alg`: the algorithm's number (ALGORITHMS), `n`
+-- The rate functions: the one pass's reply where it can be, else false and
+-- what was read (the key's bytes, and now) for the general path. `alg`: the algorithm's number (ALGORITHMS), `n`
 -- its parameters.
 local function rate(keys, args, kept, alg, n, limiter, decide)
-  if #keys ~= 1 or #args < n then return general().rate(alg, keys, args) end
+  if #keys ~= 1 or #args < n then return false end
   local q, unit, mode, peek, block = 1, 1000000, 'take', false, nil
   if #args > n then
     -- A lone quantity the library read before (kept[0]): its value.
@@ -10,7 +10,7 @@ local function rate(keys, args, kept, alg, n, limiter, decide)
     if not q then
       local _
       q, unit, mode, peek, _, block = request(args, n + 1)
-      if not q then return general().rate(alg, keys, args) end
+      if not q then return false end
       if kept and #args == n + 1 and unit == 1e6 and mode == 'take' and not peek then kept:keep(0, args, n + 1, 1, q) end
     end
   end
@@ -26,13 +26,13 @@ local function rate(keys, args, kept, alg, n, limiter, decide)
     l1, l2, l3, l4, l5 = lim[1], lim[2], lim[3], lim[4], lim[5]
   else
     l1, l2, l3, l4, l5 = limiter(args, 1, unit)
-    if not l1 then return general().rate(alg, keys, args) end
+    if not l1 then return false end
     if kept then kept:keep(unit, args, 1, n, { l1, l2, l3, l4, l5 }) end
   end
   local key = keys[1]
   local bytes = redis.pcall('GET', key)
   -- A string, false (no key), or the error of another type.
-  if bytes and bytes.err then return general().rate(alg, keys, args) end
+  if bytes and bytes.err then return false end
   bytes = bytes or nil
   local t = redis.call('TIME')
   local now = t[1] * 1000000 + t[2]
@@ -42,7 +42,7 @@ local function rate(keys, args, kept, alg, n, limiter, decide)
   -- starts, or the shadow switch.
   if not (blocked == 0 or (blocked == 1 and mode ~= 'wait' and mode ~= 'at_most' and not block
     and not (kept and kept.settings or settings()).shadow)) then
-    return general().rate(alg, keys, args, bytes, now)
+    return false, bytes, now
   end
   if value and not peek then
     if value == true then redis.call('DEL', key) else write(key, value, ms, kept) end

@@ -60,13 +60,14 @@ pub fn library_source() -> String {
 /// Each function's standalone script, derived from the library's text by
 /// the rule of docs/functions.md ("Deriving the scripts from the library"),
 /// as functions/build.py derives them: the header (the lines before the
-/// first `-- part: NAME` line) has a line `-- script NAME: PRELUDE | PARTS |
-/// LAST` per function; a part is its `-- part:` line and the lines after it
-/// up to the next; a script is PRELUDE, a newline, each part PARTS names (in
-/// turn, names apart by spaces), then LAST and a newline.
+/// first `-- part: NAME` line) has a line `-- script NAME: LINE | PARTS |
+/// LINE` (and on: `| PARTS | LINE`) per function; a part is its `-- part:`
+/// line and the lines after it up to the next; a script is its fields in
+/// turn, each LINE with a newline after it and each PARTS the parts it names
+/// (apart by spaces), whole.
 pub fn scripts_of(library: &str) -> Vec<(String, String)> {
     let mut parts: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
-    let mut recipes: Vec<(&str, &str, &str, &str)> = Vec::new();
+    let mut recipes: Vec<(&str, Vec<&str>)> = Vec::new();
     let mut current: Option<&str> = None;
     for line in library.split_inclusive('\n') {
         if let Some(name) = line.strip_prefix("-- part: ") {
@@ -80,27 +81,30 @@ pub fn scripts_of(library: &str) -> Vec<(String, String)> {
                 if let Some(recipe) = line.strip_prefix("-- script ") {
                     let (name, recipe) = recipe.trim_end().split_once(": ").expect("`-- script NAME: ...`");
                     let fields: Vec<&str> = recipe.split(" | ").collect();
-                    let [prelude, names, last] = fields[..] else {
-                        panic!("a script's line of three fields: {recipe}");
-                    };
-                    recipes.push((name, prelude, names, last));
+                    assert!(fields.len() % 2 == 1, "a script's line of an odd count of fields: {recipe}");
+                    recipes.push((name, fields));
                 }
             }
         }
     }
     recipes
         .into_iter()
-        .map(|(name, prelude, names, last)| {
-            let mut script = format!("{prelude}\n");
-            for part in names.split(' ') {
-                script.push_str(
-                    parts
-                        .get(part)
-                        .unwrap_or_else(|| panic!("{name}: no part {part}")),
-                );
+        .map(|(name, fields)| {
+            let mut script = String::new();
+            for (i, field) in fields.iter().enumerate() {
+                if i % 2 == 0 {
+                    script.push_str(field);
+                    script.push('\n');
+                    continue;
+                }
+                for part in field.split(' ') {
+                    script.push_str(
+                        parts
+                            .get(part)
+                            .unwrap_or_else(|| panic!("{name}: no part {part}")),
+                    );
+                }
             }
-            script.push_str(last);
-            script.push('\n');
             (name.to_string(), script)
         })
         .collect()

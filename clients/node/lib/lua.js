@@ -41,8 +41,9 @@ function librarySource() {
  * Each function's script, by name, from the library's text: a part is a
  * line that starts with `-- part: NAME` and the lines after it up to the
  * next such line; a header line (before the first part)
- * `-- script NAME: PRELUDE | PARTS | LAST` makes NAME's script: PRELUDE, a
- * newline, each part named in PARTS in turn, then LAST and a newline.
+ * `-- script NAME: LINE | PARTS | LINE` (and on: `| PARTS | LINE`) makes
+ * NAME's script: its fields in turn, each LINE with a newline after it and
+ * each PARTS the parts it names (apart by spaces), whole.
  * @param {string} text
  * @returns {Map<string, string>}
  */
@@ -70,12 +71,14 @@ function scriptsFromLibrary(text) {
   const out = new Map();
   for (const [name, recipe] of recipes) {
     const fields = recipe.split(" | ");
-    if (fields.length !== 3) throw new RateLimitError(`the library's script line for ${name} is not 'PRELUDE | PARTS | LAST': '${recipe}'`);
-    const [prelude, names, last] = fields;
-    const wanted = names.split(" ");
+    if (fields.length < 3 || fields.length % 2 === 0) {
+      throw new RateLimitError(`the library's script line for ${name} is not 'LINE | PARTS | LINE [| PARTS | LINE ...]': '${recipe}'`);
+    }
+    const wanted = fields.filter((_, i) => i % 2 === 1).flatMap((field) => field.split(" "));
     const missing = wanted.filter((part) => !parts.has(part));
     if (missing.length > 0) throw new RateLimitError(`the library's script line for ${name} names parts it lacks: ${missing.join(", ")}`);
-    out.set(name, `${prelude}\n${wanted.map((part) => (parts.get(part) ?? []).join("")).join("")}${last}\n`);
+    const text = fields.map((field, i) => (i % 2 === 0 ? `${field}\n` : field.split(" ").map((part) => (parts.get(part) ?? []).join("")).join("")));
+    out.set(name, text.join(""));
   }
   return out;
 }

@@ -65,6 +65,7 @@ describe("the functions library and its scripts", () => {
       "#!lua name=x\n" +
       "-- script rl_a: PRE | one three | return a()\n" +
       "-- script rl_b: PRE | two | return b()\n" +
+      "-- script rl_c: PRE | one | local x = a() | two three | return x\n" +
       "-- part: one\nlocal one = 1\n" +
       "-- part: two\nlocal two = 2\n\n" +
       "-- part: three\nlocal three = 3";
@@ -73,6 +74,7 @@ describe("the functions library and its scripts", () => {
       new Map([
         ["rl_a", "PRE\n-- part: one\nlocal one = 1\n-- part: three\nlocal three = 3return a()\n"],
         ["rl_b", "PRE\n-- part: two\nlocal two = 2\n\nreturn b()\n"],
+        ["rl_c", "PRE\n-- part: one\nlocal one = 1\nlocal x = a()\n-- part: two\nlocal two = 2\n\n-- part: three\nlocal three = 3return x\n"],
       ]),
     );
   });
@@ -80,7 +82,7 @@ describe("the functions library and its scripts", () => {
   it("a library the rule cannot read is a clear error", () => {
     assert.throws(() => scriptsFromLibrary("-- script rl_a: PRE | one\n-- part: one\n"), (err) => {
       assert.ok(err instanceof RateLimitError);
-      assert.equal(err.message, "the library's script line for rl_a is not 'PRELUDE | PARTS | LAST': 'PRE | one'");
+      assert.equal(err.message, "the library's script line for rl_a is not 'LINE | PARTS | LINE [| PARTS | LINE ...]': 'PRE | one'");
       return true;
     });
     assert.throws(() => scriptsFromLibrary("-- script rl_a: PRE | one two | return 1\n-- part: one\n"), (err) => {

@@ -10,9 +10,9 @@ const SCRIPT: &str = "-- script ";
 /// Each function's script, by name, in the header's order, from the
 /// library's text: a part is a line that starts with `-- part: NAME` and the
 /// lines after it up to the next such line; a header line (before the first
-/// part) `-- script NAME: PRELUDE | PARTS | LAST` makes NAME's script:
-/// PRELUDE, a newline, each part named in PARTS in turn, then LAST and a
-/// newline.
+/// part) `-- script NAME: LINE | PARTS | LINE` (and on: `| PARTS | LINE`)
+/// makes NAME's script: its fields in turn, each LINE with a newline after
+/// it and each PARTS the parts it names (apart by spaces), whole.
 pub fn scripts_from_library(text: &str) -> Result<Vec<(String, String)>, String> {
     let mut parts: Vec<(&str, String)> = Vec::new();
     let mut recipes: Vec<(&str, &str)> = Vec::new();
@@ -40,24 +40,30 @@ pub fn scripts_from_library(text: &str) -> Result<Vec<(String, String)>, String>
         .into_iter()
         .map(|(name, recipe)| {
             let fields: Vec<&str> = recipe.split(" | ").collect();
-            let [prelude, names, last] = fields[..] else {
+            if fields.len() < 3 || fields.len() % 2 == 0 {
                 return Err(format!(
-                    "the library's script line for {name} is not 'PRELUDE | PARTS | LAST': '{recipe}'"
+                    "the library's script line for {name} is not 'LINE | PARTS | LINE [| PARTS | LINE ...]': '{recipe}'"
                 ));
-            };
-            let missing: Vec<&str> = names.split(' ').filter(|n| part(n).is_none()).collect();
+            }
+            let names = || fields.iter().skip(1).step_by(2).flat_map(|field| field.split(' '));
+            let missing: Vec<&str> = names().filter(|n| part(n).is_none()).collect();
             if !missing.is_empty() {
                 return Err(format!(
                     "the library's script line for {name} names parts it lacks: {}",
                     missing.join(", ")
                 ));
             }
-            let mut script = format!("{prelude}\n");
-            for n in names.split(' ') {
-                script.push_str(part(n).unwrap_or_default());
+            let mut script = String::new();
+            for (i, field) in fields.iter().enumerate() {
+                if i % 2 == 0 {
+                    script.push_str(field);
+                    script.push('\n');
+                } else {
+                    for n in field.split(' ') {
+                        script.push_str(part(n).unwrap_or_default());
+                    }
+                }
             }
-            script.push_str(last);
-            script.push('\n');
             Ok((name.to_string(), script))
         })
         .collect()

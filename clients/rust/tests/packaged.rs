@@ -74,6 +74,7 @@ fn the_rule_on_a_small_library() {
     let text = "#!lua name=x\n\
         -- script rl_a: PRE | one three | return a()\n\
         -- script rl_b: PRE | two | return b()\n\
+        -- script rl_c: PRE | one | local x = a() | two three | return x\n\
         -- part: one\nlocal one = 1\n\
         -- part: two\nlocal two = 2\n\n\
         -- part: three\nlocal three = 3";
@@ -88,6 +89,11 @@ fn the_rule_on_a_small_library() {
                 "rl_b".to_string(),
                 "PRE\n-- part: two\nlocal two = 2\n\nreturn b()\n".to_string()
             ),
+            (
+                "rl_c".to_string(),
+                "PRE\n-- part: one\nlocal one = 1\nlocal x = a()\n-- part: two\nlocal two = 2\n\n-- part: three\nlocal three = 3return x\n"
+                    .to_string()
+            ),
         ]
     );
 }
@@ -96,7 +102,7 @@ fn the_rule_on_a_small_library() {
 fn a_library_the_rule_cannot_read_is_a_clear_error() {
     assert_eq!(
         scripts_from_library("-- script rl_a: PRE | one\n-- part: one\n"),
-        Err("the library's script line for rl_a is not 'PRELUDE | PARTS | LAST': 'PRE | one'".to_string())
+        Err("the library's script line for rl_a is not 'LINE | PARTS | LINE [| PARTS | LINE ...]': 'PRE | one'".to_string())
     );
     assert_eq!(
         scripts_from_library("-- script rl_a: PRE | one two | return 1\n-- part: one\n"),

@@ -73,8 +73,9 @@ def scripts_from_library(text: str) -> dict[str, str]:
 
     A part is a line that starts with ``-- part: NAME`` and the lines after
     it up to the next such line; a header line (before the first part)
-    ``-- script NAME: PRELUDE | PARTS | LAST`` makes NAME's script: PRELUDE,
-    a newline, each part named in PARTS in turn, then LAST and a newline.
+    ``-- script NAME: LINE | PARTS | LINE`` (and on: ``| PARTS | LINE``)
+    makes NAME's script: its fields in turn, each LINE with a newline after
+    it and each PARTS the parts it names (apart by spaces), whole.
     """
     parts: dict[str, list[str]] = {}
     recipes: dict[str, str] = {}
@@ -91,13 +92,16 @@ def scripts_from_library(text: str) -> dict[str, str]:
     scripts = {}
     for name, recipe in recipes.items():
         fields = recipe.split(" | ")
-        if len(fields) != 3:
-            raise RateLimitError(f"the library's script line for {name} is not 'PRELUDE | PARTS | LAST': {recipe!r}")
-        prelude, names, last = fields
-        missing = [part for part in names.split(" ") if part not in parts]
+        if len(fields) < 3 or len(fields) % 2 == 0:
+            raise RateLimitError(f"the library's script line for {name} is not 'LINE | PARTS | LINE [| PARTS | LINE ...]': {recipe!r}")
+        wanted = [part for field in fields[1::2] for part in field.split(" ")]
+        missing = [part for part in wanted if part not in parts]
         if missing:
             raise RateLimitError(f"the library's script line for {name} names parts it lacks: {', '.join(missing)}")
-        scripts[name] = prelude + "\n" + "".join("".join(parts[part]) for part in names.split(" ")) + last + "\n"
+        scripts[name] = "".join(
+            field + "\n" if i % 2 == 0 else "".join("".join(parts[part]) for part in field.split(" "))
+            for i, field in enumerate(fields)
+        )
     return scripts
 
 
