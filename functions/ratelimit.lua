@@ -11,12 +11,12 @@
 -- `-- script NAME: LINE | PARTS | LINE | PARTS | LINE`, each LINE a line
 -- of its own and each PARTS the parts it names, in order (the last two
 -- fields may be absent).
--- script rl_gcra: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_gcra plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 1, 3, gcra_limiter, gcra_decide) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 1, KEYS, ARGV, a, b)
--- script rl_token_bucket: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_token_bucket plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 2, 3, bucket_limiter, bucket_decide) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms token_bucket request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 2, KEYS, ARGV, a, b)
--- script rl_fixed: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_fixed plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 3, 2, fixed_limiter, fixed_decide) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms fixed_window request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 3, KEYS, ARGV, a, b)
--- script rl_sliding_log: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_sliding_log plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 4, 2, log_limiter, log_decide) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_log request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 4, KEYS, ARGV, a, b)
--- script rl_sliding_counter: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_sliding_counter plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 5, 2, counter_limiter, counter_decide) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_counter request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 5, KEYS, ARGV, a, b)
--- script rl_all: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_gcra plain_token_bucket plain_fixed plain_sliding_log plain_sliding_counter plain_all | local ok, reply, a, b = pcall(all, KEYS, ARGV, nil) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra token_bucket fixed_window sliding_log sliding_counter request store rate all general_end | if not ok then return failure(reply) end return guard(general().all, KEYS, ARGV, a, b)
+-- script rl_gcra: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_gcra plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 1, 3, gcra_limiter, gcra_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 1, KEYS, ARGV, a, b)
+-- script rl_token_bucket: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_token_bucket plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 2, 3, bucket_limiter, bucket_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms token_bucket request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 2, KEYS, ARGV, a, b)
+-- script rl_fixed: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_fixed plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 3, 2, fixed_limiter, fixed_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms fixed_window request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 3, KEYS, ARGV, a, b)
+-- script rl_sliding_log: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_sliding_log plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 4, 2, log_limiter, log_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_log request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 4, KEYS, ARGV, a, b)
+-- script rl_sliding_counter: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_sliding_counter plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 5, 2, counter_limiter, counter_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_counter request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 5, KEYS, ARGV, a, b)
+-- script rl_all: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_gcra plain_token_bucket plain_fixed plain_sliding_log plain_sliding_counter plain_all | local ok, reply, a, b = pcall(all, KEYS, ARGV, nil, request, write, settings, gcra_limiter, gcra_decide, bucket_limiter, bucket_decide, fixed_limiter, fixed_decide, log_limiter, log_decide, counter_limiter, counter_decide) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra token_bucket fixed_window sliding_log sliding_counter request store rate all general_end | if not ok then return failure(reply) end return guard(general().all, KEYS, ARGV, a, b)
 -- script rl_concurrency: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_leases | local ok, reply, a, b = pcall(concurrency, KEYS, ARGV) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | if not ok then return failure(reply) end return guard(general().concurrency, KEYS, ARGV, a, b)
 -- script rl_release: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_leases | local ok, reply, a, b = pcall(release, KEYS, ARGV) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | if not ok then return failure(reply) end return guard(general().release, KEYS, ARGV, a, b)
 -- script rl_renew: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_leases | local ok, reply, a, b = pcall(renew, KEYS, ARGV) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | if not ok then return failure(reply) end return guard(general().renew, KEYS, ARGV, a, b)
@@ -719,19 +719,30 @@ local function counter_decide(bytes, now, q, mode, limit, w)
 end
 -- part: plain_rate
 -- The rate functions: the one pass's reply where it can be, else false and
--- what was read (the key's bytes, and now) for the general path. `alg`: the algorithm's number (ALGORITHMS), `n`
--- its parameters.
-local function rate(keys, args, kept, alg, n, limiter, decide)
+-- what was read (the key's bytes, and now) for the general path. `alg`:
+-- the algorithm's number (ALGORITHMS), `n` its parameters; then the
+-- algorithm's one-pass functions, and `request`, `write`, `settings` and
+-- `decimal`, as arguments: a script pays for each local a function takes
+-- from outside it.
+local function rate(keys, args, kept, alg, n, limiter, decide, request, write, settings, decimal)
   if #keys ~= 1 or #args < n then return false end
   local q, unit, mode, peek, block = 1, 1000000, 'take', false, nil
   if #args > n then
-    -- A lone quantity the library read before (kept[0]): its value.
-    q = #args == n + 1 and kept and kept[0][args[n + 1]]
+    -- A lone quantity: the value the library kept for it (kept[0]), else
+    -- read (a word is no number: `request` reads it).
+    q = nil
+    if #args == n + 1 then
+      local a = args[n + 1]
+      q = kept and kept[0][a]
+      if not q then
+        q = decimal(a, 0, 1e9)
+        if q and kept then kept:keep(0, args, n + 1, 1, q) end
+      end
+    end
     if not q then
       local _
       q, unit, mode, peek, _, block = request(args, n + 1)
       if not q then return false end
-      if kept and #args == n + 1 and unit == 1e6 and mode == 'take' and not peek then kept:keep(0, args, n + 1, 1, q) end
     end
   end
   -- The limiter's numbers, limit first: those kept for these parameter
@@ -788,24 +799,12 @@ end
 -- nil is an absent key unless EXISTS says it holds another type (then the
 -- general path answers).
 
--- The algorithm a limit names: its number (the general path's ALGORITHMS),
--- its parameters' count and its one-pass functions; nil for another word.
-local function plain_algorithm(word)
-  for _ = 1, 2 do
-    if word == 'GCRA' then return 1, 3, gcra_limiter, gcra_decide end
-    if word == 'TOKEN_BUCKET' then return 2, 3, bucket_limiter, bucket_decide end
-    if word == 'FIXED' then return 3, 2, fixed_limiter, fixed_decide end
-    if word == 'SLIDING_LOG' then return 4, 2, log_limiter, log_decide end
-    if word == 'SLIDING_COUNTER' then return 5, 2, counter_limiter, counter_decide end
-    word = string.upper(word)
-  end
-  return nil
-end
-
 -- The reply, or nil and what was read (the values, and now) for the
 -- general path. `S` holds each limit's decide function, limiter and
--- decision, 8 slots a limit, then the absent keys.
-local function all_plain(keys, args, kept, S)
+-- decision, 8 slots a limit, then the absent keys. The algorithms' one-pass
+-- functions come as arguments (`all`): a script pays for each local a
+-- function takes from outside it.
+local function all_plain(keys, args, kept, S, request, write, settings, gl, gd, bl, bd, fl, fd, ll, ld, cl, cd)
   local n = #keys
   if n == 0 or n > 8 then return nil end
   for i = 2, n do
@@ -818,7 +817,25 @@ local function all_plain(keys, args, kept, S)
   for i = 1, n do
     local word = args[at]
     if not word then return nil end
-    local alg, p, limiter, decide = plain_algorithm(word)
+    -- The algorithm the limit names: its number (the general path's
+    -- ALGORITHMS), its parameters' count and its one-pass functions.
+    local alg, p, limiter, decide
+    for _ = 1, 2 do
+      if word == 'FIXED' then
+        alg, p, limiter, decide = 3, 2, fl, fd
+      elseif word == 'GCRA' then
+        alg, p, limiter, decide = 1, 3, gl, gd
+      elseif word == 'SLIDING_LOG' then
+        alg, p, limiter, decide = 4, 2, ll, ld
+      elseif word == 'SLIDING_COUNTER' then
+        alg, p, limiter, decide = 5, 2, cl, cd
+      elseif word == 'TOKEN_BUCKET' then
+        alg, p, limiter, decide = 2, 3, bl, bd
+      else
+        word = string.upper(word)
+      end
+      if alg then break end
+    end
     if not alg or at + p > #args then return nil end
     local base = (i - 1) * 8
     S[base + 1], S[base + 2], S[base + 3], S[base + 4] = alg, p, limiter, decide
@@ -924,15 +941,17 @@ local function all_plain(keys, args, kept, S)
 end
 
 -- rl_all: the one pass's reply, else false and what was read (the values,
--- and now) for the general path.
-local function all(keys, args, kept)
+-- and now) for the general path; after `kept`, `request`, `write` and
+-- `settings`, and each algorithm's one-pass limiter and decide functions,
+-- as ALGORITHMS orders them.
+local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, fl, fd, ll, ld, cl, cd)
   local S = kept and kept.scratch
   if not S then
     -- (Sized for 3 limits and keys: grown slot by slot, dear in a script.)
     S = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
     if kept then kept.scratch = S end
   end
-  local reply, values, now = all_plain(keys, args, kept, S)
+  local reply, values, now = all_plain(keys, args, kept, S, request, write, settings, gl, gd, bl, bd, fl, fd, ll, ld, cl, cd)
   return reply or false, values, now
 end
 -- part: plain_leases
@@ -3351,42 +3370,42 @@ end
 do
   local kept = new_kept()
   redis.register_function('rl_gcra', function(keys, args)
-    local ok, reply, a, b = pcall(rate, keys, args, kept, 1, 3, gcra_limiter, gcra_decide) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 1, 3, gcra_limiter, gcra_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().rate, 1, keys, args, a, b)
   end)
 end
 do
   local kept = new_kept()
   redis.register_function('rl_token_bucket', function(keys, args)
-    local ok, reply, a, b = pcall(rate, keys, args, kept, 2, 3, bucket_limiter, bucket_decide) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 2, 3, bucket_limiter, bucket_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().rate, 2, keys, args, a, b)
   end)
 end
 do
   local kept = new_kept()
   redis.register_function('rl_fixed', function(keys, args)
-    local ok, reply, a, b = pcall(rate, keys, args, kept, 3, 2, fixed_limiter, fixed_decide) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 3, 2, fixed_limiter, fixed_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().rate, 3, keys, args, a, b)
   end)
 end
 do
   local kept = new_kept()
   redis.register_function('rl_sliding_log', function(keys, args)
-    local ok, reply, a, b = pcall(rate, keys, args, kept, 4, 2, log_limiter, log_decide) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 4, 2, log_limiter, log_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().rate, 4, keys, args, a, b)
   end)
 end
 do
   local kept = new_kept()
   redis.register_function('rl_sliding_counter', function(keys, args)
-    local ok, reply, a, b = pcall(rate, keys, args, kept, 5, 2, counter_limiter, counter_decide) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 5, 2, counter_limiter, counter_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().rate, 5, keys, args, a, b)
   end)
 end
 do
   local kept = new_kept(5)
   redis.register_function('rl_all', function(keys, args)
-    local ok, reply, a, b = pcall(all, keys, args, kept) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(all, keys, args, kept, request, write, settings, gcra_limiter, gcra_decide, bucket_limiter, bucket_decide, fixed_limiter, fixed_decide, log_limiter, log_decide, counter_limiter, counter_decide) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().all, keys, args, a, b)
   end)
 end

@@ -3,24 +3,12 @@
 -- nil is an absent key unless EXISTS says it holds another type (then the
 -- general path answers).
 
--- The algorithm a limit names: its number (the general path's ALGORITHMS),
--- its parameters' count and its one-pass functions; nil for another word.
-local function plain_algorithm(word)
-  for _ = 1, 2 do
-    if word == 'GCRA' then return 1, 3, gcra_limiter, gcra_decide end
-    if word == 'TOKEN_BUCKET' then return 2, 3, bucket_limiter, bucket_decide end
-    if word == 'FIXED' then return 3, 2, fixed_limiter, fixed_decide end
-    if word == 'SLIDING_LOG' then return 4, 2, log_limiter, log_decide end
-    if word == 'SLIDING_COUNTER' then return 5, 2, counter_limiter, counter_decide end
-    word = string.upper(word)
-  end
-  return nil
-end
-
 -- The reply, or nil and what was read (the values, and now) for the
 -- general path. `S` holds each limit's decide function, limiter and
--- decision, 8 slots a limit, then the absent keys.
-local function all_plain(keys, args, kept, S)
+-- decision, 8 slots a limit, then the absent keys. The algorithms' one-pass
+-- functions come as arguments (`all`): a script pays for each local a
+-- function takes from outside it.
+local function all_plain(keys, args, kept, S, request, write, settings, gl, gd, bl, bd, fl, fd, ll, ld, cl, cd)
   local n = #keys
   if n == 0 or n > 8 then return nil end
   for i = 2, n do
@@ -33,7 +21,25 @@ local function all_plain(keys, args, kept, S)
   for i = 1, n do
     local word = args[at]
     if not word then return nil end
-    local alg, p, limiter, decide = plain_algorithm(word)
+    -- The algorithm the limit names: its number (the general path's
+    -- ALGORITHMS), its parameters' count and its one-pass functions.
+    local alg, p, limiter, decide
+    for _ = 1, 2 do
+      if word == 'FIXED' then
+        alg, p, limiter, decide = 3, 2, fl, fd
+      elseif word == 'GCRA' then
+        alg, p, limiter, decide = 1, 3, gl, gd
+      elseif word == 'SLIDING_LOG' then
+        alg, p, limiter, decide = 4, 2, ll, ld
+      elseif word == 'SLIDING_COUNTER' then
+        alg, p, limiter, decide = 5, 2, cl, cd
+      elseif word == 'TOKEN_BUCKET' then
+        alg, p, limiter, decide = 2, 3, bl, bd
+      else
+        word = string.upper(word)
+      end
+      if alg then break end
+    end
     if not alg or at + p > #args then return nil end
     local base = (i - 1) * 8
     S[base + 1], S[base + 2], S[base + 3], S[base + 4] = alg, p, limiter, decide
@@ -139,14 +145,16 @@ local function all_plain(keys, args, kept, S)
 end
 
 -- rl_all: the one pass's reply, else false and what was read (the values,
--- and now) for the general path.
-local function all(keys, args, kept)
+-- and now) for the general path; after `kept`, `request`, `write` and
+-- `settings`, and each algorithm's one-pass limiter and decide functions,
+-- as ALGORITHMS orders them.
+local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, fl, fd, ll, ld, cl, cd)
   local S = kept and kept.scratch
   if not S then
     -- (Sized for 3 limits and keys: grown slot by slot, dear in a script.)
     S = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
     if kept then kept.scratch = S end
   end
-  local reply, values, now = all_plain(keys, args, kept, S)
+  local reply, values, now = all_plain(keys, args, kept, S, request, write, settings, gl, gd, bl, bd, fl, fd, ll, ld, cl, cd)
   return reply or false, values, now
 end

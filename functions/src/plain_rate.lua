@@ -1,17 +1,28 @@
 -- The rate functions: the one pass's reply where it can be, else false and
--- what was read (the key's bytes, and now) for the general path. `alg`: the algorithm's number (ALGORITHMS), `n`
--- its parameters.
-local function rate(keys, args, kept, alg, n, limiter, decide)
+-- what was read (the key's bytes, and now) for the general path. `alg`:
+-- the algorithm's number (ALGORITHMS), `n` its parameters; then the
+-- algorithm's one-pass functions, and `request`, `write`, `settings` and
+-- `decimal`, as arguments: a script pays for each local a function takes
+-- from outside it.
+local function rate(keys, args, kept, alg, n, limiter, decide, request, write, settings, decimal)
   if #keys ~= 1 or #args < n then return false end
   local q, unit, mode, peek, block = 1, 1000000, 'take', false, nil
   if #args > n then
-    -- A lone quantity the library read before (kept[0]): its value.
-    q = #args == n + 1 and kept and kept[0][args[n + 1]]
+    -- A lone quantity: the value the library kept for it (kept[0]), else
+    -- read (a word is no number: `request` reads it).
+    q = nil
+    if #args == n + 1 then
+      local a = args[n + 1]
+      q = kept and kept[0][a]
+      if not q then
+        q = decimal(a, 0, 1e9)
+        if q and kept then kept:keep(0, args, n + 1, 1, q) end
+      end
+    end
     if not q then
       local _
       q, unit, mode, peek, _, block = request(args, n + 1)
       if not q then return false end
-      if kept and #args == n + 1 and unit == 1e6 and mode == 'take' and not peek then kept:keep(0, args, n + 1, 1, q) end
     end
   end
   -- The limiter's numbers, limit first: those kept for these parameter
