@@ -541,8 +541,9 @@ end
 
 -- The limiter of `limit window` (as gcra_limiter, the limit capped by its
 -- setting): the limit, the window (µs), that cap, and a list for the
--- log's instants (kept with the limiter).
-local function log_limiter(args, from, unit)
+-- log's instants (kept with the limiter). `settings` as an argument, as
+-- every limiter is handed it (`rate`, `all`).
+local function log_limiter(args, from, unit, settings)
   local a, b = args[from], args[from + 1]
   if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end
   local cap = settings().sliding_log_max_limit
@@ -756,7 +757,7 @@ local function rate(keys, args, kept, alg, n, limiter, decide, request, write, s
   if lim then
     l1, l2, l3, l4, l5 = lim[1], lim[2], lim[3], lim[4], lim[5]
   else
-    l1, l2, l3, l4, l5 = limiter(args, 1, unit)
+    l1, l2, l3, l4, l5 = limiter(args, 1, unit, settings)
     if not l1 then return false end
     if kept then kept:keep(unit, args, 1, n, { l1, l2, l3, l4, l5 }) end
   end
@@ -799,56 +800,63 @@ end
 -- nil is an absent key unless EXISTS says it holds another type (then the
 -- general path answers).
 
--- The reply, or nil and what was read (the values, and now) for the
--- general path. `S` holds each limit's decide function, limiter and
--- decision, 8 slots a limit, then the absent keys. The algorithms' one-pass
--- functions come as arguments (`all`): a script pays for each local a
--- function takes from outside it.
-local function all_plain(keys, args, kept, S, request, write, settings, gl, gd, bl, bd, fl, fd, ll, ld, cl, cd)
+-- rl_all: the one pass's reply, else false and what was read (the values,
+-- and now) for the general path. After `kept` come `request`, `write` and
+-- `settings`, and each algorithm's one-pass limiter and decide functions,
+-- as ALGORITHMS orders them: a script pays for each local a function takes
+-- from outside it, and nothing for an argument. `S` holds each limit's
+-- decide function, limiter and decision, 8 slots a limit, then the absent
+-- keys (the library keeps it).
+local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, fl, fd, ll, ld, cl, cd)
+  local S = kept and kept.scratch
+  if not S then
+    -- (Sized for 3 limits and keys: grown slot by slot, dear in a script.)
+    S = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+    if kept then kept.scratch = S end
+  end
   local n = #keys
-  if n == 0 or n > 8 then return nil end
+  if n == 0 or n > 8 then return false end
   for i = 2, n do
     local k = keys[i]
     for j = 1, i - 1 do
-      if keys[j] == k then return nil end
+      if keys[j] == k then return false end
     end
   end
+  -- The unit, from the last word (a limit's parameters are numbers): MS
+  -- there is the option, checked below with the quantity.
+  local m = #args
+  local last = args[m]
+  local unit = 1000000
+  if last == 'MS' or last == 'ms' then unit = 1000 end
   local at = 1
   for i = 1, n do
     local word = args[at]
-    if not word then return nil end
+    if not word then return false end
     -- The algorithm the limit names: its number (the general path's
     -- ALGORITHMS), its parameters' count and its one-pass functions.
     local alg, p, limiter, decide
     for _ = 1, 2 do
       if word == 'FIXED' then
         alg, p, limiter, decide = 3, 2, fl, fd
+        break
       elseif word == 'GCRA' then
         alg, p, limiter, decide = 1, 3, gl, gd
+        break
       elseif word == 'SLIDING_LOG' then
         alg, p, limiter, decide = 4, 2, ll, ld
+        break
       elseif word == 'SLIDING_COUNTER' then
         alg, p, limiter, decide = 5, 2, cl, cd
+        break
       elseif word == 'TOKEN_BUCKET' then
         alg, p, limiter, decide = 2, 3, bl, bd
-      else
-        word = string.upper(word)
+        break
       end
-      if alg then break end
+      word = string.upper(word)
     end
-    if not alg or at + p > #args then return nil end
-    local base = (i - 1) * 8
-    S[base + 1], S[base + 2], S[base + 3], S[base + 4] = alg, p, limiter, decide
-    S[base + 5] = at + 1
-    at = at + 1 + p
-  end
-  local q, unit, mode, peek, wait, block = 1, 1000000, 'take', false, nil, nil
-  if at <= #args then q, unit, mode, peek, wait, block = request(args, at) end
-  if not q or mode ~= 'take' or peek or wait or block then return nil end
-  for i = 1, n do
-    local base = (i - 1) * 8
-    local alg, p, limiter, from = S[base + 1], S[base + 2], S[base + 3], S[base + 5]
-    -- The limiter's numbers (as `rate`), as a list.
+    if not alg or at + p > m then return false end
+    -- The limiter's numbers (as `rate`), as a list: kept, or built.
+    local from = at + 1
     local lim
     local by_alg = kept and kept[alg]
     if by_alg then
@@ -859,11 +867,19 @@ local function all_plain(keys, args, kept, S, request, write, settings, gl, gd, 
       end
     end
     if not lim then
-      lim = { limiter(args, from, unit) }
-      if not lim[1] then return nil end
+      lim = { limiter(args, from, unit, settings) }
+      if not lim[1] then return false end
       if by_alg then by_alg:keep(unit, args, from, p, lim) end
     end
-    S[base + 3] = lim
+    local base = (i - 1) * 8
+    S[base + 3], S[base + 4] = lim, decide
+    at = from + p
+  end
+  local q = 1
+  if at <= m then
+    local u, mode, peek, wait, block
+    q, u, mode, peek, wait, block = request(args, at)
+    if not q or u ~= unit or mode ~= 'take' or peek or wait or block then return false end
   end
   local values
   if n == 1 then
@@ -883,7 +899,7 @@ local function all_plain(keys, args, kept, S, request, write, settings, gl, gd, 
       S[absent] = keys[i]
     end
   end
-  if absent > n * 8 and redis.call('EXISTS', unpack(S, n * 8 + 1, absent)) > 0 then return nil end
+  if absent > n * 8 and redis.call('EXISTS', unpack(S, n * 8 + 1, absent)) > 0 then return false end
   local t = redis.call('TIME')
   local now = t[1] * 1000000 + t[2]
   local refused = false
@@ -891,8 +907,8 @@ local function all_plain(keys, args, kept, S, request, write, settings, gl, gd, 
     local base = (i - 1) * 8
     local lim = S[base + 3]
     local blocked, remaining, retry, reset, value, ms = S[base + 4](values[i] or nil, now, q, 'take', lim[1], lim[2], lim[3], lim[4], lim[5])
-    -- (Slots 1, 2 and 5 are done with: the decision takes them.)
-    if not blocked then return nil, values, now end
+    -- (Slots 1, 2 and 5 to 8 take the decision; 3 keeps the limiter.)
+    if not blocked then return false, values, now end
     S[base + 1], S[base + 2], S[base + 5], S[base + 6], S[base + 7], S[base + 8] = blocked, remaining, retry, reset, value, ms
     if blocked == 1 then refused = true end
   end
@@ -901,7 +917,7 @@ local function all_plain(keys, args, kept, S, request, write, settings, gl, gd, 
   -- fewest remaining. Ties: the first. (Shadowed: the general path's.)
   local best = 1
   if refused then
-    if (kept and kept.settings or settings()).shadow then return nil, values, now end
+    if (kept and kept.settings or settings()).shadow then return false, values, now end
     best = nil
     for i = 1, n do
       local base = (i - 1) * 8
@@ -915,8 +931,10 @@ local function all_plain(keys, args, kept, S, request, write, settings, gl, gd, 
       end
     end
   else
+    local least = S[2]
     for i = 2, n do
-      if S[(i - 1) * 8 + 2] < S[(best - 1) * 8 + 2] then best = i end
+      local r = S[(i - 1) * 8 + 2]
+      if r < least then best, least = i, r end
     end
     for i = 1, n do
       local base = (i - 1) * 8
@@ -938,21 +956,6 @@ local function all_plain(keys, args, kept, S, request, write, settings, gl, gd, 
   reset = (reset - r) / unit
   if r > 0 then reset = reset + 1 end
   return { S[base + 1], S[base + 3][1], S[base + 2], retry, reset, best }
-end
-
--- rl_all: the one pass's reply, else false and what was read (the values,
--- and now) for the general path; after `kept`, `request`, `write` and
--- `settings`, and each algorithm's one-pass limiter and decide functions,
--- as ALGORITHMS orders them.
-local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, fl, fd, ll, ld, cl, cd)
-  local S = kept and kept.scratch
-  if not S then
-    -- (Sized for 3 limits and keys: grown slot by slot, dear in a script.)
-    S = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
-    if kept then kept.scratch = S end
-  end
-  local reply, values, now = all_plain(keys, args, kept, S, request, write, settings, gl, gd, bl, bd, fl, fd, ll, ld, cl, cd)
-  return reply or false, values, now
 end
 -- part: plain_leases
 -- Leases in one pass (the general path: `concurrency`, `leases`): a value
@@ -2594,7 +2597,7 @@ do
     word = 'SLIDING_LOG', reserves = true, logs = true,
     params = { { name = 'limit', setting = 'sliding_log_max_limit' }, { name = 'window', duration = true } },
     build = function(_, args, from, unit)
-      local limit, w = log_limiter(args, from, unit)
+      local limit, w = log_limiter(args, from, unit, settings)
       return setmetatable({ limit = limit, w = w, reserves = true }, Log)
     end,
     plan = function(_, log, change, ms) return plan_log(log, change, ms) end,

@@ -36,7 +36,7 @@ local function rate(keys, args, kept, alg, n, limiter, decide, request, write, s
   if lim then
     l1, l2, l3, l4, l5 = lim[1], lim[2], lim[3], lim[4], lim[5]
   else
-    l1, l2, l3, l4, l5 = limiter(args, 1, unit)
+    l1, l2, l3, l4, l5 = limiter(args, 1, unit, settings)
     if not l1 then return false end
     if kept then kept:keep(unit, args, 1, n, { l1, l2, l3, l4, l5 }) end
   end

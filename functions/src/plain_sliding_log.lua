@@ -5,8 +5,9 @@
 
 -- The limiter of `limit window` (as gcra_limiter, the limit capped by its
 -- setting): the limit, the window (µs), that cap, and a list for the
--- log's instants (kept with the limiter).
-local function log_limiter(args, from, unit)
+-- log's instants (kept with the limiter). `settings` as an argument, as
+-- every limiter is handed it (`rate`, `all`).
+local function log_limiter(args, from, unit, settings)
   local a, b = args[from], args[from + 1]
   if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end
   local cap = settings().sliding_log_max_limit

@@ -87,7 +87,7 @@ do
     word = 'SLIDING_LOG', reserves = true, logs = true,
     params = { { name = 'limit', setting = 'sliding_log_max_limit' }, { name = 'window', duration = true } },
     build = function(_, args, from, unit)
-      local limit, w = log_limiter(args, from, unit)
+      local limit, w = log_limiter(args, from, unit, settings)
       return setmetatable({ limit = limit, w = w, reserves = true }, Log)
     end,
     plan = function(_, log, change, ms) return plan_log(log, change, ms) end,
