@@ -13,8 +13,10 @@
 local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, fl, fd, ll, ld, cl, cd)
   local S = kept and kept.scratch
   if not S then
-    -- (Sized for 3 limits and keys: grown slot by slot, dear in a script.)
-    S = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+    -- (Sized for 3 limits and keys: grown slot by slot, dear in a script.
+    -- Of nils: one instruction fills them, where each 0 takes one.)
+    S = { nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }
     if kept then kept.scratch = S end
   end
   local n = #keys
