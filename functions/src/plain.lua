@@ -83,14 +83,19 @@ local function request(args, from)
 end
 
 -- SET with an absolute expiry (ms), as the module replicates it. The expiry
--- goes as a string ('%d': Lua's "%.14g" is far dearer); the library keeps
--- the last (a window's calls share it). A server
--- that does not tell scripts its version (before 7.0; not the library's:
--- `kept`) gets SET then PEXPIREAT, as from the module (6.0 has no PXAT).
-local function write(key, value, ms, kept)
+-- goes as a string ('%d': Lua's "%.14g", and the server's own "%.17g" of a
+-- number, are far dearer); the library keeps the last (a window's calls
+-- share it), and a caller may hand back the expiry and text of its last
+-- write (`last`, `last_text`: RL.ALL's limits often share one). Answers the
+-- text. A server that does not tell scripts its version (before 7.0; not
+-- the library's: `kept`) gets SET then PEXPIREAT, as from the module (6.0
+-- has no PXAT).
+local function write(key, value, ms, kept, last, last_text)
   local text
   if kept and kept.ms == ms then
     text = kept.ms_text
+  elseif ms == last then
+    text = last_text
   else
     text = string.format('%d', ms)
     if kept then kept.ms, kept.ms_text = ms, text end
@@ -101,4 +106,5 @@ local function write(key, value, ms, kept)
     redis.call('SET', key, value)
     redis.call('PEXPIREAT', key, text)
   end
+  return text
 end

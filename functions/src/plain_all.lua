@@ -141,9 +141,15 @@ local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, f
       local r = S[(i - 1) * 8 + 2]
       if r < least then best, least = i, r end
     end
+    local last, text
     for i = 1, n do
       local base = (i - 1) * 8
-      if S[base + 7] then write(keys[i], S[base + 7], S[base + 8], kept) end
+      local value = S[base + 7]
+      if value then
+        local ms = S[base + 8]
+        text = write(keys[i], value, ms, kept, last, text)
+        last = ms
+      end
     end
   end
   local base = (best - 1) * 8
