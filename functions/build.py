@@ -109,7 +109,7 @@ def rate_function(name, one_pass, algorithm, number, params, plain):
     return Function(
         name,
         ONE_PASS + [one_pass, "plain_rate"],
-        f"rate, {{keys}}, {{args}}, {{kept}}, {number}, {params}, {plain}_limiter, {plain}_decide, {HELPERS}, decimal",
+        f"rate, {{keys}}, {{args}}, {{kept}}, {number}, {params}, {plain}_limiter, {plain}_decide, {HELPERS}",
         RATE_GENERAL + [algorithm, "request", "store", "rate", "general_end"],
         f"general().rate, {number}, {{keys}}, {{args}}, {{a}}, {{b}}",
         kept="new_kept()",

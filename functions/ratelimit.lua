@@ -11,11 +11,11 @@
 -- `-- script NAME: LINE | PARTS | LINE | PARTS | LINE`, each LINE a line
 -- of its own and each PARTS the parts it names, in order (the last two
 -- fields may be absent).
--- script rl_gcra: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_gcra plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 1, 3, gcra_limiter, gcra_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 1, KEYS, ARGV, a, b)
--- script rl_token_bucket: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_token_bucket plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 2, 3, bucket_limiter, bucket_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms token_bucket request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 2, KEYS, ARGV, a, b)
--- script rl_fixed: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_fixed plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 3, 2, fixed_limiter, fixed_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms fixed_window request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 3, KEYS, ARGV, a, b)
--- script rl_sliding_log: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_sliding_log plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 4, 2, log_limiter, log_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_log request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 4, KEYS, ARGV, a, b)
--- script rl_sliding_counter: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_sliding_counter plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 5, 2, counter_limiter, counter_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_counter request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 5, KEYS, ARGV, a, b)
+-- script rl_gcra: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_gcra plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 1, 3, gcra_limiter, gcra_decide, request, write, settings) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 1, KEYS, ARGV, a, b)
+-- script rl_token_bucket: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_token_bucket plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 2, 3, bucket_limiter, bucket_decide, request, write, settings) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms token_bucket request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 2, KEYS, ARGV, a, b)
+-- script rl_fixed: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_fixed plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 3, 2, fixed_limiter, fixed_decide, request, write, settings) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms fixed_window request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 3, KEYS, ARGV, a, b)
+-- script rl_sliding_log: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_sliding_log plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 4, 2, log_limiter, log_decide, request, write, settings) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_log request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 4, KEYS, ARGV, a, b)
+-- script rl_sliding_counter: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_sliding_counter plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 5, 2, counter_limiter, counter_decide, request, write, settings) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_counter request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 5, KEYS, ARGV, a, b)
 -- script rl_all: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_gcra plain_token_bucket plain_fixed plain_sliding_log plain_sliding_counter plain_all | local ok, reply, a, b = pcall(all, KEYS, ARGV, nil, request, write, settings, gcra_limiter, gcra_decide, bucket_limiter, bucket_decide, fixed_limiter, fixed_decide, log_limiter, log_decide, counter_limiter, counter_decide) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra token_bucket fixed_window sliding_log sliding_counter request store rate all general_end | if not ok then return failure(reply) end return guard(general().all, KEYS, ARGV, a, b)
 -- script rl_concurrency: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_leases | local ok, reply, a, b = pcall(concurrency, KEYS, ARGV) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | if not ok then return failure(reply) end return guard(general().concurrency, KEYS, ARGV, a, b)
 -- script rl_release: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_leases | local ok, reply, a, b = pcall(release, KEYS, ARGV) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | if not ok then return failure(reply) end return guard(general().release, KEYS, ARGV, a, b)
@@ -195,11 +195,12 @@ end
 -- goes as a string ('%d': Lua's "%.14g", and the server's own "%.17g" of a
 -- number, are far dearer); the library keeps the last (a window's calls
 -- share it), and a caller may hand back the expiry and text of its last
--- write (`last`, `last_text`: RL.ALL's limits often share one). Answers the
--- text. A server that does not tell scripts its version (before 7.0; not
--- the library's: `kept`) gets SET then PEXPIREAT, as from the module (6.0
--- has no PXAT).
-local function write(key, value, ms, kept, last, last_text)
+-- write (`last`, `last_text`: RL.ALL's limits often share one), and
+-- `redis` (`R`, where the caller holds it: a global costs the library's
+-- functions far more than a local). Answers the text. A server that does
+-- not tell scripts its version (before 7.0; not the library's: `kept`) gets
+-- SET then PEXPIREAT, as from the module (6.0 has no PXAT).
+local function write(key, value, ms, kept, last, last_text, R)
   local text
   if kept and kept.ms == ms then
     text = kept.ms_text
@@ -209,11 +210,12 @@ local function write(key, value, ms, kept, last, last_text)
     text = string.format('%d', ms)
     if kept then kept.ms, kept.ms_text = ms, text end
   end
-  if kept or redis.REDIS_VERSION_NUM then
-    redis.call('SET', key, value, 'PXAT', text)
+  R = R or redis
+  if kept or R.REDIS_VERSION_NUM then
+    R.call('SET', key, value, 'PXAT', text)
   else
-    redis.call('SET', key, value)
-    redis.call('PEXPIREAT', key, text)
+    R.call('SET', key, value)
+    R.call('PEXPIREAT', key, text)
   end
   return text
 end
@@ -728,10 +730,10 @@ end
 -- The rate functions: the one pass's reply where it can be, else false and
 -- what was read (the key's bytes, and now) for the general path. `alg`:
 -- the algorithm's number (ALGORITHMS), `n` its parameters; then the
--- algorithm's one-pass functions, and `request`, `write`, `settings` and
--- `decimal`, as arguments: a script pays for each local a function takes
--- from outside it.
-local function rate(keys, args, kept, alg, n, limiter, decide, request, write, settings, decimal)
+-- algorithm's one-pass functions, and `request`, `write` and `settings`, as
+-- arguments: a script pays for each local a function takes from outside it
+-- (`decimal` is one `request` takes already).
+local function rate(keys, args, kept, alg, n, limiter, decide, request, write, settings)
   if #keys ~= 1 or #args < n then return false end
   local q, unit, mode, peek, block = 1, 1000000, 'take', false, nil
   if #args > n then
@@ -768,11 +770,14 @@ local function rate(keys, args, kept, alg, n, limiter, decide, request, write, s
     if kept then kept:keep(unit, args, 1, n, { l1, l2, l3, l4, l5 }) end
   end
   local key = keys[1]
-  local bytes = redis.pcall('GET', key)
+  -- (`redis` once: a global costs the library's functions far more than
+  -- a local.)
+  local R = redis
+  local bytes = R.pcall('GET', key)
   -- A string, false (no key), or the error of another type.
   if bytes and bytes.err then return false end
   bytes = bytes or nil
-  local t = redis.call('TIME')
+  local t = R.call('TIME')
   local now = t[1] * 1000000 + t[2]
   local blocked, remaining, retry, reset, value, ms = decide(bytes, now, q, mode, l1, l2, l3, l4, l5)
   -- A refusal is the one pass's where it is the answer: not with a WAIT
@@ -783,7 +788,7 @@ local function rate(keys, args, kept, alg, n, limiter, decide, request, write, s
     return false, bytes, now
   end
   if value and not peek then
-    if value == true then redis.call('DEL', key) else write(key, value, ms, kept) end
+    if value == true then R.call('DEL', key) else write(key, value, ms, kept, nil, nil, R) end
   end
   -- The reply in `unit`, times rounded up (written out here and in
   -- `all_plain`: a script pays for each function it defines, each call).
@@ -889,15 +894,18 @@ local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, f
     q, u, mode, peek, wait, block = request(args, at)
     if not q or u ~= unit or mode ~= 'take' or peek or wait or block then return false end
   end
+  -- (`redis` once: a global costs the library's functions far more than
+  -- a local.)
+  local R = redis
   local values
   if n == 1 then
-    values = redis.call('MGET', keys[1])
+    values = R.call('MGET', keys[1])
   elseif n == 2 then
-    values = redis.call('MGET', keys[1], keys[2])
+    values = R.call('MGET', keys[1], keys[2])
   elseif n == 3 then
-    values = redis.call('MGET', keys[1], keys[2], keys[3])
+    values = R.call('MGET', keys[1], keys[2], keys[3])
   else
-    values = redis.call('MGET', unpack(keys, 1, n))
+    values = R.call('MGET', unpack(keys, 1, n))
   end
   -- The absent keys, after the limits' slots.
   local absent = n * 8
@@ -907,8 +915,8 @@ local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, f
       S[absent] = keys[i]
     end
   end
-  if absent > n * 8 and redis.call('EXISTS', unpack(S, n * 8 + 1, absent)) > 0 then return false end
-  local t = redis.call('TIME')
+  if absent > n * 8 and R.call('EXISTS', unpack(S, n * 8 + 1, absent)) > 0 then return false end
+  local t = R.call('TIME')
   local now = t[1] * 1000000 + t[2]
   local refused = false
   for i = 1, n do
@@ -950,7 +958,7 @@ local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, f
       local value = S[base + 7]
       if value then
         local ms = S[base + 8]
-        text = write(keys[i], value, ms, kept, last, text)
+        text = write(keys[i], value, ms, kept, last, text, R)
         last = ms
       end
     end
@@ -3387,35 +3395,35 @@ end
 do
   local kept = new_kept()
   redis.register_function('rl_gcra', function(keys, args)
-    local ok, reply, a, b = pcall(rate, keys, args, kept, 1, 3, gcra_limiter, gcra_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 1, 3, gcra_limiter, gcra_decide, request, write, settings) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().rate, 1, keys, args, a, b)
   end)
 end
 do
   local kept = new_kept()
   redis.register_function('rl_token_bucket', function(keys, args)
-    local ok, reply, a, b = pcall(rate, keys, args, kept, 2, 3, bucket_limiter, bucket_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 2, 3, bucket_limiter, bucket_decide, request, write, settings) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().rate, 2, keys, args, a, b)
   end)
 end
 do
   local kept = new_kept()
   redis.register_function('rl_fixed', function(keys, args)
-    local ok, reply, a, b = pcall(rate, keys, args, kept, 3, 2, fixed_limiter, fixed_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 3, 2, fixed_limiter, fixed_decide, request, write, settings) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().rate, 3, keys, args, a, b)
   end)
 end
 do
   local kept = new_kept()
   redis.register_function('rl_sliding_log', function(keys, args)
-    local ok, reply, a, b = pcall(rate, keys, args, kept, 4, 2, log_limiter, log_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 4, 2, log_limiter, log_decide, request, write, settings) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().rate, 4, keys, args, a, b)
   end)
 end
 do
   local kept = new_kept()
   redis.register_function('rl_sliding_counter', function(keys, args)
-    local ok, reply, a, b = pcall(rate, keys, args, kept, 5, 2, counter_limiter, counter_decide, request, write, settings, decimal) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 5, 2, counter_limiter, counter_decide, request, write, settings) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().rate, 5, keys, args, a, b)
   end)
 end

@@ -86,11 +86,12 @@ end
 -- goes as a string ('%d': Lua's "%.14g", and the server's own "%.17g" of a
 -- number, are far dearer); the library keeps the last (a window's calls
 -- share it), and a caller may hand back the expiry and text of its last
--- write (`last`, `last_text`: RL.ALL's limits often share one). Answers the
--- text. A server that does not tell scripts its version (before 7.0; not
--- the library's: `kept`) gets SET then PEXPIREAT, as from the module (6.0
--- has no PXAT).
-local function write(key, value, ms, kept, last, last_text)
+-- write (`last`, `last_text`: RL.ALL's limits often share one), and
+-- `redis` (`R`, where the caller holds it: a global costs the library's
+-- functions far more than a local). Answers the text. A server that does
+-- not tell scripts its version (before 7.0; not the library's: `kept`) gets
+-- SET then PEXPIREAT, as from the module (6.0 has no PXAT).
+local function write(key, value, ms, kept, last, last_text, R)
   local text
   if kept and kept.ms == ms then
     text = kept.ms_text
@@ -100,11 +101,12 @@ local function write(key, value, ms, kept, last, last_text)
     text = string.format('%d', ms)
     if kept then kept.ms, kept.ms_text = ms, text end
   end
-  if kept or redis.REDIS_VERSION_NUM then
-    redis.call('SET', key, value, 'PXAT', text)
+  R = R or redis
+  if kept or R.REDIS_VERSION_NUM then
+    R.call('SET', key, value, 'PXAT', text)
   else
-    redis.call('SET', key, value)
-    redis.call('PEXPIREAT', key, text)
+    R.call('SET', key, value)
+    R.call('PEXPIREAT', key, text)
   end
   return text
 end

@@ -86,15 +86,18 @@ local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, f
     q, u, mode, peek, wait, block = request(args, at)
     if not q or u ~= unit or mode ~= 'take' or peek or wait or block then return false end
   end
+  -- (`redis` once: a global costs the library's functions far more than
+  -- a local.)
+  local R = redis
   local values
   if n == 1 then
-    values = redis.call('MGET', keys[1])
+    values = R.call('MGET', keys[1])
   elseif n == 2 then
-    values = redis.call('MGET', keys[1], keys[2])
+    values = R.call('MGET', keys[1], keys[2])
   elseif n == 3 then
-    values = redis.call('MGET', keys[1], keys[2], keys[3])
+    values = R.call('MGET', keys[1], keys[2], keys[3])
   else
-    values = redis.call('MGET', unpack(keys, 1, n))
+    values = R.call('MGET', unpack(keys, 1, n))
   end
   -- The absent keys, after the limits' slots.
   local absent = n * 8
@@ -104,8 +107,8 @@ local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, f
       S[absent] = keys[i]
     end
   end
-  if absent > n * 8 and redis.call('EXISTS', unpack(S, n * 8 + 1, absent)) > 0 then return false end
-  local t = redis.call('TIME')
+  if absent > n * 8 and R.call('EXISTS', unpack(S, n * 8 + 1, absent)) > 0 then return false end
+  local t = R.call('TIME')
   local now = t[1] * 1000000 + t[2]
   local refused = false
   for i = 1, n do
@@ -147,7 +150,7 @@ local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, f
       local value = S[base + 7]
       if value then
         local ms = S[base + 8]
-        text = write(keys[i], value, ms, kept, last, text)
+        text = write(keys[i], value, ms, kept, last, text, R)
         last = ms
       end
     end

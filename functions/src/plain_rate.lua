@@ -1,10 +1,10 @@
 -- The rate functions: the one pass's reply where it can be, else false and
 -- what was read (the key's bytes, and now) for the general path. `alg`:
 -- the algorithm's number (ALGORITHMS), `n` its parameters; then the
--- algorithm's one-pass functions, and `request`, `write`, `settings` and
--- `decimal`, as arguments: a script pays for each local a function takes
--- from outside it.
-local function rate(keys, args, kept, alg, n, limiter, decide, request, write, settings, decimal)
+-- algorithm's one-pass functions, and `request`, `write` and `settings`, as
+-- arguments: a script pays for each local a function takes from outside it
+-- (`decimal` is one `request` takes already).
+local function rate(keys, args, kept, alg, n, limiter, decide, request, write, settings)
   if #keys ~= 1 or #args < n then return false end
   local q, unit, mode, peek, block = 1, 1000000, 'take', false, nil
   if #args > n then
@@ -41,11 +41,14 @@ local function rate(keys, args, kept, alg, n, limiter, decide, request, write, s
     if kept then kept:keep(unit, args, 1, n, { l1, l2, l3, l4, l5 }) end
   end
   local key = keys[1]
-  local bytes = redis.pcall('GET', key)
+  -- (`redis` once: a global costs the library's functions far more than
+  -- a local.)
+  local R = redis
+  local bytes = R.pcall('GET', key)
   -- A string, false (no key), or the error of another type.
   if bytes and bytes.err then return false end
   bytes = bytes or nil
-  local t = redis.call('TIME')
+  local t = R.call('TIME')
   local now = t[1] * 1000000 + t[2]
   local blocked, remaining, retry, reset, value, ms = decide(bytes, now, q, mode, l1, l2, l3, l4, l5)
   -- A refusal is the one pass's where it is the answer: not with a WAIT
@@ -56,7 +59,7 @@ local function rate(keys, args, kept, alg, n, limiter, decide, request, write, s
     return false, bytes, now
   end
   if value and not peek then
-    if value == true then redis.call('DEL', key) else write(key, value, ms, kept) end
+    if value == true then R.call('DEL', key) else write(key, value, ms, kept, nil, nil, R) end
   end
   -- The reply in `unit`, times rounded up (written out here and in
   -- `all_plain`: a script pays for each function it defines, each call).
