@@ -369,8 +369,11 @@ end
 
 -- The limiter of `capacity refill_count refill_period` (as gcra_limiter):
 -- the capacity, and gpt, gpm: a level is `tok` whole tokens and `gr`
--- grains of 1/gpt token; a token refills in gpt / gpm µs. nil past the
--- edition's range (capacity * refill_period / refill_count at most 3e15 µs).
+-- grains of 1/gpt token; a token refills in gpt / gpm µs; and the function
+-- `refill_time`. nil past the edition's range (capacity * refill_period /
+-- refill_count at most 3e15 µs). (The function is made here, with the
+-- limiter, kept by the library: at a script's top level it would cost each
+-- call an allocation, and one more for the local it is, used or not.)
 local function bucket_limiter(args, from, unit)
   local a, b, c = args[from], args[from + 1], args[from + 2]
   if #a > 15 or #b > 15 or #c > 15 or not string.find(a .. ' ' .. b .. ' ' .. c, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
@@ -384,25 +387,24 @@ local function bucket_limiter(args, from, unit)
   local gpt, gpm = period / g, count / g
   local full_u, full_r = muldivmod(capacity, gpt, gpm)
   if not full_u or full_u > 3e15 or (full_u == 3e15 and full_r > 0) then return nil end
-  return capacity, gpt, gpm
-end
-
--- ceil((a * gpt + b) / gpm) µs, for a >= 0 and -gpt < b (Bucket:time_for);
--- nil past 2^53.
-local function refill_time(gpt, gpm, a, b)
-  local q, r = muldivmod(a, gpt, gpm)
-  if not q then return nil end
-  r = r + b
-  local rest = r % gpm
-  local extra = (r - rest) / gpm
-  if rest < 0 then extra, rest = extra - 1, rest + gpm elseif rest >= gpm then extra, rest = extra + 1, rest - gpm end
-  if rest > 0 then extra = extra + 1 end
-  return q + extra
+  -- ceil((a * gpt + b) / gpm) µs, for a >= 0 and -gpt < b (Bucket:time_for);
+  -- nil past 2^53.
+  local function refill_time(gpt, gpm, a, b)
+    local q, r = muldivmod(a, gpt, gpm)
+    if not q then return nil end
+    r = r + b
+    local rest = r % gpm
+    local extra = (r - rest) / gpm
+    if rest < 0 then extra, rest = extra - 1, rest + gpm elseif rest >= gpm then extra, rest = extra + 1, rest - gpm end
+    if rest > 0 then extra = extra + 1 end
+    return q + extra
+  end
+  return capacity, gpt, gpm, refill_time
 end
 
 -- The decision, as gcra_decide answers it ('refund' goes to the general
 -- path; FORCE only where the bucket has the units, no debt).
-local function bucket_decide(bytes, now, q, mode, limit, gpt, gpm)
+local function bucket_decide(bytes, now, q, mode, limit, gpt, gpm, refill_time)
   if mode == 'refund' then return nil end
   local tok, gr = limit, 0
   if bytes then
@@ -627,45 +629,46 @@ end
 -- `codec_sliding_counter`). A state: 'C', the current window's start (7
 -- bytes), the previous and current windows' counts (4 bytes each).
 
--- The limiter of `limit window` (as gcra_limiter): the limit and the
--- window (µs).
+-- The limiter of `limit window` (as gcra_limiter): the limit, the window
+-- (µs), and the functions `counter_reset` and `counter_next_fit` (made
+-- here, with the limiter, kept by the library: at a script's top level each
+-- would cost every call an allocation, and one more for the local it is).
 local function counter_limiter(args, from, unit)
   local a, b = args[from], args[from + 1]
   if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end
   local limit, window = a + 0, b + 0
   if limit > 1e9 or window > 1e15 / unit then return nil end
-  return limit, window * unit
-end
-
--- µs from now until the window that starts at `start` (counts prev and
--- cur) stops counting: 0 when both are empty (Counter:reset).
-local function counter_reset(w, now, start, prev, cur)
-  local ends
-  if cur > 0 then ends = start + 2 * w elseif prev > 0 then ends = start + w else return 0 end
-  if ends > now then return ends - now end
-  return 0
-end
-
--- The earliest instant `q` more fit, once refused (Counter:next_fit): nil
--- past 2^53.
-local function counter_next_fit(limit, w, start, elapsed, prev, cur, q)
-  if cur + q <= limit and prev > 0 then
-    -- floor(n * w / prev) capped at w (Counter:span).
-    local n, span = limit - cur - q, w
-    if n < prev then span = muldivmod(n, w, prev) end
-    local e = w - span
-    if e < w and e > elapsed then return start + e end
+  -- µs from now until the window that starts at `start` (counts prev and
+  -- cur) stops counting: 0 when both are empty (Counter:reset).
+  local function counter_reset(w, now, start, prev, cur)
+    local ends
+    if cur > 0 then ends = start + 2 * w elseif prev > 0 then ends = start + w else return 0 end
+    if ends > now then return ends - now end
+    return 0
   end
-  local nxt = start + w
-  if cur == 0 then return nxt end
-  local n, span = limit - q, w
-  if n < cur then span = muldivmod(n, w, cur) end
-  return nxt + (w - span)
+
+  -- The earliest instant `q` more fit, once refused (Counter:next_fit): nil
+  -- past 2^53.
+  local function counter_next_fit(limit, w, start, elapsed, prev, cur, q)
+    if cur + q <= limit and prev > 0 then
+      -- floor(n * w / prev) capped at w (Counter:span).
+      local n, span = limit - cur - q, w
+      if n < prev then span = muldivmod(n, w, prev) end
+      local e = w - span
+      if e < w and e > elapsed then return start + e end
+    end
+    local nxt = start + w
+    if cur == 0 then return nxt end
+    local n, span = limit - q, w
+    if n < cur then span = muldivmod(n, w, cur) end
+    return nxt + (w - span)
+  end
+  return limit, window * unit, counter_reset, counter_next_fit
 end
 
 -- The decision, as gcra_decide answers it ('refund' goes to the general
 -- path).
-local function counter_decide(bytes, now, q, mode, limit, w)
+local function counter_decide(bytes, now, q, mode, limit, w, counter_reset, counter_next_fit)
   -- (A window cannot hold a later window's requests: WAIT is an error.)
   if mode == 'refund' or mode == 'wait' then return nil end
   local current = now - now % w
@@ -2326,7 +2329,7 @@ do
 
   -- ceil((a * gpt + b) / gpm) µs, for a >= 0 and -gpt < b.
   function Bucket:time_for(a, b)
-    return refill_time(self.gpt, self.gpm, a, b) or beyond('the token bucket would refill')
+    return self.refill_time(self.gpt, self.gpm, a, b) or beyond('the token bucket would refill')
   end
 
   -- The time until full from (tok, gr).
@@ -2456,8 +2459,8 @@ do
     params = { { name = 'capacity', lo = 1, hi = MAX_LIMIT }, { name = 'refill_count', lo = 1, hi = MAX_LIMIT }, { name = 'refill_period', duration = true } },
     build = function(v, args, from, unit)
       within_ahead(v[1], v[3], v[2], 'capacity', 0, 'capacity * refill_period / refill_count')
-      local capacity, gpt, gpm = bucket_limiter(args, from, unit)
-      return setmetatable({ limit = capacity, gpt = gpt, gpm = gpm, reserves = true }, Bucket)
+      local capacity, gpt, gpm, refill_time = bucket_limiter(args, from, unit)
+      return setmetatable({ limit = capacity, gpt = gpt, gpm = gpm, refill_time = refill_time, reserves = true }, Bucket)
     end,
     adopt = function(lim, raw) return lim:adopt(raw) end,
   })
@@ -2646,7 +2649,7 @@ do
   end
 
   function Counter:reset(now, start, prev, cur)
-    return counter_reset(self.w, now, start, prev, cur)
+    return self.counter_reset(self.w, now, start, prev, cur)
   end
 
   -- ceil(prev * (W - e) / W): the previous window's weighted share.
@@ -2678,7 +2681,7 @@ do
     end
     if share + cur + q > limit then
       dec.blocked = true
-      dec.retry = until_(now, counter_next_fit(self.limit, self.w, start, elapsed, prev, cur, q))
+      dec.retry = until_(now, self.counter_next_fit(self.limit, self.w, start, elapsed, prev, cur, q))
       return unchanged(dec)
     end
     local reset = self:reset(now, start, prev, cur + q)
@@ -2720,8 +2723,8 @@ do
     word = 'SLIDING_COUNTER', reserves = false,
     params = { { name = 'limit', lo = 1, hi = MAX_LIMIT }, { name = 'window', duration = true } },
     build = function(_, args, from, unit)
-      local limit, w = counter_limiter(args, from, unit)
-      return setmetatable({ limit = limit, w = w, reserves = false }, Counter)
+      local limit, w, counter_reset, counter_next_fit = counter_limiter(args, from, unit)
+      return setmetatable({ limit = limit, w = w, counter_reset = counter_reset, counter_next_fit = counter_next_fit, reserves = false }, Counter)
     end,
   })
 end

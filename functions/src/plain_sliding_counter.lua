@@ -2,45 +2,46 @@
 -- `codec_sliding_counter`). A state: 'C', the current window's start (7
 -- bytes), the previous and current windows' counts (4 bytes each).
 
--- The limiter of `limit window` (as gcra_limiter): the limit and the
--- window (µs).
+-- The limiter of `limit window` (as gcra_limiter): the limit, the window
+-- (µs), and the functions `counter_reset` and `counter_next_fit` (made
+-- here, with the limiter, kept by the library: at a script's top level each
+-- would cost every call an allocation, and one more for the local it is).
 local function counter_limiter(args, from, unit)
   local a, b = args[from], args[from + 1]
   if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end
   local limit, window = a + 0, b + 0
   if limit > 1e9 or window > 1e15 / unit then return nil end
-  return limit, window * unit
-end
-
--- µs from now until the window that starts at `start` (counts prev and
--- cur) stops counting: 0 when both are empty (Counter:reset).
-local function counter_reset(w, now, start, prev, cur)
-  local ends
-  if cur > 0 then ends = start + 2 * w elseif prev > 0 then ends = start + w else return 0 end
-  if ends > now then return ends - now end
-  return 0
-end
-
--- The earliest instant `q` more fit, once refused (Counter:next_fit): nil
--- past 2^53.
-local function counter_next_fit(limit, w, start, elapsed, prev, cur, q)
-  if cur + q <= limit and prev > 0 then
-    -- floor(n * w / prev) capped at w (Counter:span).
-    local n, span = limit - cur - q, w
-    if n < prev then span = muldivmod(n, w, prev) end
-    local e = w - span
-    if e < w and e > elapsed then return start + e end
+  -- µs from now until the window that starts at `start` (counts prev and
+  -- cur) stops counting: 0 when both are empty (Counter:reset).
+  local function counter_reset(w, now, start, prev, cur)
+    local ends
+    if cur > 0 then ends = start + 2 * w elseif prev > 0 then ends = start + w else return 0 end
+    if ends > now then return ends - now end
+    return 0
   end
-  local nxt = start + w
-  if cur == 0 then return nxt end
-  local n, span = limit - q, w
-  if n < cur then span = muldivmod(n, w, cur) end
-  return nxt + (w - span)
+
+  -- The earliest instant `q` more fit, once refused (Counter:next_fit): nil
+  -- past 2^53.
+  local function counter_next_fit(limit, w, start, elapsed, prev, cur, q)
+    if cur + q <= limit and prev > 0 then
+      -- floor(n * w / prev) capped at w (Counter:span).
+      local n, span = limit - cur - q, w
+      if n < prev then span = muldivmod(n, w, prev) end
+      local e = w - span
+      if e < w and e > elapsed then return start + e end
+    end
+    local nxt = start + w
+    if cur == 0 then return nxt end
+    local n, span = limit - q, w
+    if n < cur then span = muldivmod(n, w, cur) end
+    return nxt + (w - span)
+  end
+  return limit, window * unit, counter_reset, counter_next_fit
 end
 
 -- The decision, as gcra_decide answers it ('refund' goes to the general
 -- path).
-local function counter_decide(bytes, now, q, mode, limit, w)
+local function counter_decide(bytes, now, q, mode, limit, w, counter_reset, counter_next_fit)
   -- (A window cannot hold a later window's requests: WAIT is an error.)
   if mode == 'refund' or mode == 'wait' then return nil end
   local current = now - now % w

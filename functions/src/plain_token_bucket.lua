@@ -5,8 +5,11 @@
 
 -- The limiter of `capacity refill_count refill_period` (as gcra_limiter):
 -- the capacity, and gpt, gpm: a level is `tok` whole tokens and `gr`
--- grains of 1/gpt token; a token refills in gpt / gpm µs. nil past the
--- edition's range (capacity * refill_period / refill_count at most 3e15 µs).
+-- grains of 1/gpt token; a token refills in gpt / gpm µs; and the function
+-- `refill_time`. nil past the edition's range (capacity * refill_period /
+-- refill_count at most 3e15 µs). (The function is made here, with the
+-- limiter, kept by the library: at a script's top level it would cost each
+-- call an allocation, and one more for the local it is, used or not.)
 local function bucket_limiter(args, from, unit)
   local a, b, c = args[from], args[from + 1], args[from + 2]
   if #a > 15 or #b > 15 or #c > 15 or not string.find(a .. ' ' .. b .. ' ' .. c, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
@@ -20,25 +23,24 @@ local function bucket_limiter(args, from, unit)
   local gpt, gpm = period / g, count / g
   local full_u, full_r = muldivmod(capacity, gpt, gpm)
   if not full_u or full_u > 3e15 or (full_u == 3e15 and full_r > 0) then return nil end
-  return capacity, gpt, gpm
-end
-
--- ceil((a * gpt + b) / gpm) µs, for a >= 0 and -gpt < b (Bucket:time_for);
--- nil past 2^53.
-local function refill_time(gpt, gpm, a, b)
-  local q, r = muldivmod(a, gpt, gpm)
-  if not q then return nil end
-  r = r + b
-  local rest = r % gpm
-  local extra = (r - rest) / gpm
-  if rest < 0 then extra, rest = extra - 1, rest + gpm elseif rest >= gpm then extra, rest = extra + 1, rest - gpm end
-  if rest > 0 then extra = extra + 1 end
-  return q + extra
+  -- ceil((a * gpt + b) / gpm) µs, for a >= 0 and -gpt < b (Bucket:time_for);
+  -- nil past 2^53.
+  local function refill_time(gpt, gpm, a, b)
+    local q, r = muldivmod(a, gpt, gpm)
+    if not q then return nil end
+    r = r + b
+    local rest = r % gpm
+    local extra = (r - rest) / gpm
+    if rest < 0 then extra, rest = extra - 1, rest + gpm elseif rest >= gpm then extra, rest = extra + 1, rest - gpm end
+    if rest > 0 then extra = extra + 1 end
+    return q + extra
+  end
+  return capacity, gpt, gpm, refill_time
 end
 
 -- The decision, as gcra_decide answers it ('refund' goes to the general
 -- path; FORCE only where the bucket has the units, no debt).
-local function bucket_decide(bytes, now, q, mode, limit, gpt, gpm)
+local function bucket_decide(bytes, now, q, mode, limit, gpt, gpm, refill_time)
   if mode == 'refund' then return nil end
   local tok, gr = limit, 0
   if bytes then

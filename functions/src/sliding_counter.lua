@@ -17,7 +17,7 @@ do
   end
 
   function Counter:reset(now, start, prev, cur)
-    return counter_reset(self.w, now, start, prev, cur)
+    return self.counter_reset(self.w, now, start, prev, cur)
   end
 
   -- ceil(prev * (W - e) / W): the previous window's weighted share.
@@ -49,7 +49,7 @@ do
     end
     if share + cur + q > limit then
       dec.blocked = true
-      dec.retry = until_(now, counter_next_fit(self.limit, self.w, start, elapsed, prev, cur, q))
+      dec.retry = until_(now, self.counter_next_fit(self.limit, self.w, start, elapsed, prev, cur, q))
       return unchanged(dec)
     end
     local reset = self:reset(now, start, prev, cur + q)
@@ -91,8 +91,8 @@ do
     word = 'SLIDING_COUNTER', reserves = false,
     params = { { name = 'limit', lo = 1, hi = MAX_LIMIT }, { name = 'window', duration = true } },
     build = function(_, args, from, unit)
-      local limit, w = counter_limiter(args, from, unit)
-      return setmetatable({ limit = limit, w = w, reserves = false }, Counter)
+      local limit, w, counter_reset, counter_next_fit = counter_limiter(args, from, unit)
+      return setmetatable({ limit = limit, w = w, counter_reset = counter_reset, counter_next_fit = counter_next_fit, reserves = false }, Counter)
     end,
   })
 end

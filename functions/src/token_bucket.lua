@@ -7,7 +7,7 @@ do
 
   -- ceil((a * gpt + b) / gpm) µs, for a >= 0 and -gpt < b.
   function Bucket:time_for(a, b)
-    return refill_time(self.gpt, self.gpm, a, b) or beyond('the token bucket would refill')
+    return self.refill_time(self.gpt, self.gpm, a, b) or beyond('the token bucket would refill')
   end
 
   -- The time until full from (tok, gr).
@@ -137,8 +137,8 @@ do
     params = { { name = 'capacity', lo = 1, hi = MAX_LIMIT }, { name = 'refill_count', lo = 1, hi = MAX_LIMIT }, { name = 'refill_period', duration = true } },
     build = function(v, args, from, unit)
       within_ahead(v[1], v[3], v[2], 'capacity', 0, 'capacity * refill_period / refill_count')
-      local capacity, gpt, gpm = bucket_limiter(args, from, unit)
-      return setmetatable({ limit = capacity, gpt = gpt, gpm = gpm, reserves = true }, Bucket)
+      local capacity, gpt, gpm, refill_time = bucket_limiter(args, from, unit)
+      return setmetatable({ limit = capacity, gpt = gpt, gpm = gpm, refill_time = refill_time, reserves = true }, Bucket)
     end,
     adopt = function(lim, raw) return lim:adopt(raw) end,
   })
