@@ -80,7 +80,7 @@ RATE_GENERAL = GENERAL + ["frame", "algorithms"]
 # What the rate functions' one pass is handed besides its algorithm's
 # functions (`rate`, `all`): in a script, an argument costs a call nothing,
 # a local taken from outside costs an allocation.
-HELPERS = "request, write, settings"
+HELPERS = "request, write, settings, decimal"
 ALGORITHMS = ["gcra", "token_bucket", "fixed_window", "sliding_log", "sliding_counter"]
 
 
@@ -109,7 +109,7 @@ def rate_function(name, one_pass, algorithm, number, params, plain):
     return Function(
         name,
         ONE_PASS + [one_pass, "plain_rate"],
-        f"rate, {{keys}}, {{args}}, {{kept}}, {number}, {params}, {plain}_limiter, {plain}_decide, {HELPERS}",
+        f"rate, {{keys}}, {{args}}, {{kept}}, {number}, {params}, {plain}_limiter, {HELPERS}",
         RATE_GENERAL + [algorithm, "request", "store", "rate", "general_end"],
         f"general().rate, {number}, {{keys}}, {{args}}, {{a}}, {{b}}",
         kept="new_kept()",
@@ -139,9 +139,8 @@ FUNCTIONS = [
         "rl_all",
         ONE_PASS + [f"plain_{a}" for a in ["gcra", "token_bucket", "fixed", "sliding_log", "sliding_counter"]]
         + ["plain_all"],
-        f"all, {{keys}}, {{args}}, {{kept}}, {HELPERS}, " + ", ".join(
-            f"{a}_limiter, {a}_decide" for a in ["gcra", "bucket", "fixed", "log", "counter"]
-        ),
+        f"all, {{keys}}, {{args}}, {{kept}}, {HELPERS}, "
+        + ", ".join(f"{a}_limiter" for a in ["gcra", "bucket", "fixed", "log", "counter"]),
         RATE_GENERAL + ALGORITHMS + ["request", "store", "rate", "all", "general_end"],
         "general().all, {keys}, {args}, {a}, {b}",
         # Each algorithm's limiters, by its number.

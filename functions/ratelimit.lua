@@ -11,12 +11,12 @@
 -- `-- script NAME: LINE | PARTS | LINE | PARTS | LINE`, each LINE a line
 -- of its own and each PARTS the parts it names, in order (the last two
 -- fields may be absent).
--- script rl_gcra: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_gcra plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 1, 3, gcra_limiter, gcra_decide, request, write, settings) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 1, KEYS, ARGV, a, b)
--- script rl_token_bucket: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_token_bucket plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 2, 3, bucket_limiter, bucket_decide, request, write, settings) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms token_bucket request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 2, KEYS, ARGV, a, b)
--- script rl_fixed: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_fixed plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 3, 2, fixed_limiter, fixed_decide, request, write, settings) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms fixed_window request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 3, KEYS, ARGV, a, b)
--- script rl_sliding_log: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_sliding_log plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 4, 2, log_limiter, log_decide, request, write, settings) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_log request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 4, KEYS, ARGV, a, b)
--- script rl_sliding_counter: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_sliding_counter plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 5, 2, counter_limiter, counter_decide, request, write, settings) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_counter request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 5, KEYS, ARGV, a, b)
--- script rl_all: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_gcra plain_token_bucket plain_fixed plain_sliding_log plain_sliding_counter plain_all | local ok, reply, a, b = pcall(all, KEYS, ARGV, nil, request, write, settings, gcra_limiter, gcra_decide, bucket_limiter, bucket_decide, fixed_limiter, fixed_decide, log_limiter, log_decide, counter_limiter, counter_decide) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra token_bucket fixed_window sliding_log sliding_counter request store rate all general_end | if not ok then return failure(reply) end return guard(general().all, KEYS, ARGV, a, b)
+-- script rl_gcra: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_gcra plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 1, 3, gcra_limiter, request, write, settings, decimal) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 1, KEYS, ARGV, a, b)
+-- script rl_token_bucket: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_token_bucket plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 2, 3, bucket_limiter, request, write, settings, decimal) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms token_bucket request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 2, KEYS, ARGV, a, b)
+-- script rl_fixed: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_fixed plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 3, 2, fixed_limiter, request, write, settings, decimal) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms fixed_window request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 3, KEYS, ARGV, a, b)
+-- script rl_sliding_log: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_sliding_log plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 4, 2, log_limiter, request, write, settings, decimal) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_log request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 4, KEYS, ARGV, a, b)
+-- script rl_sliding_counter: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_sliding_counter plain_rate | local ok, reply, a, b = pcall(rate, KEYS, ARGV, nil, 5, 2, counter_limiter, request, write, settings, decimal) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms sliding_counter request store rate general_end | if not ok then return failure(reply) end return guard(general().rate, 5, KEYS, ARGV, a, b)
+-- script rl_all: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_gcra plain_token_bucket plain_fixed plain_sliding_log plain_sliding_counter plain_all | local ok, reply, a, b = pcall(all, KEYS, ARGV, nil, request, write, settings, decimal, gcra_limiter, bucket_limiter, fixed_limiter, log_limiter, counter_limiter) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes frame algorithms gcra token_bucket fixed_window sliding_log sliding_counter request store rate all general_end | if not ok then return failure(reply) end return guard(general().all, KEYS, ARGV, a, b)
 -- script rl_concurrency: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_leases | local ok, reply, a, b = pcall(concurrency, KEYS, ARGV) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | if not ok then return failure(reply) end return guard(general().concurrency, KEYS, ARGV, a, b)
 -- script rl_release: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_leases | local ok, reply, a, b = pcall(release, KEYS, ARGV) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | if not ok then return failure(reply) end return guard(general().release, KEYS, ARGV, a, b)
 -- script rl_renew: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_leases | local ok, reply, a, b = pcall(renew, KEYS, ARGV) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | if not ok then return failure(reply) end return guard(general().renew, KEYS, ARGV, a, b)
@@ -118,7 +118,10 @@ end
 -- and a script builds it only in a call that takes it.
 --
 -- A limiter is the numbers its parameters give, limit first (nil: the
--- general path words it). Bounds as numbers (see `bounds`): MAX_LIMIT 1e9,
+-- general path words it), in five values (nil where it has fewer), then its
+-- decision function: made by the limiter, kept by the library with the
+-- numbers, so that a script makes only those of the algorithms a call
+-- uses. Bounds as numbers (see `bounds`): MAX_LIMIT 1e9,
 -- MAX_PERIOD 1e15 µs, MAX_HELD 4e9, RANGE.ahead 3e15, RANGE.instant 6e15
 -- µs. `kept`: what the library keeps (see `kept`); nil in a script.
 --
@@ -140,8 +143,9 @@ end
 -- `[quantity] [options]` from args[from]: the quantity, the unit (µs), the
 -- mode ('take', 'refund', 'force', 'wait', 'at_most'), PEEK, WAIT's and
 -- BLOCK's durations (µs); nil for the general path (an error, an option
--- twice or in mixed case).
-local function request(args, from)
+-- twice or in mixed case). `decimal` as an argument: a script pays for each
+-- local a function takes from outside it.
+local function request(args, from, decimal)
   local n = #args
   local q, unit, mode, peek, wait, block = 1, 1000000, 'take', false, nil, nil
   local i = from
@@ -244,122 +248,121 @@ local function gcra_limiter(args, from, unit)
   local tol_u, tol_f
   if d == 1 then tol_u, tol_f = limit * T, 0 else tol_u, tol_f = muldivmod(limit, T, d) end
   if not tol_u or tol_u > 3e15 or (tol_u == 3e15 and tol_f > 0) then return nil end
-  return limit, d, T, tol_u, tol_f
-end
-
--- The decision at `now` on the stored bytes: blocked (0, 1), remaining,
--- retry (µs; -1 allowed, -2 never), reset (µs), and for a write the value
--- (true: delete) and its expiry (ms); nil where the general path answers.
--- 'wait' and 'at_most' decide as 'take' (a refusal goes to the general path).
-local function gcra_decide(bytes, now, q, mode, limit, d, T, tol_u, tol_f)
-  -- The TAT in this limiter's ticks (tu µs and tf ticks), now at rest.
-  local tu, tf, stored = now, 0, false
-  if bytes then
-    if #bytes ~= 9 then return nil end
-    local tag, lo, hi = struct.unpack('<BI4I4', bytes)
-    if tag ~= 71 then return nil end
-    -- (Whole divisions by `%`, exact on these integers below 2^42.)
-    local hr = hi % 840
-    local qh = (hi - hr) / 840
-    local rest = hr * 2^32 + lo
-    local f = rest % 840
-    local u = qh * 2^32 + (rest - f) / 840
-    if qh >= 2^21 or u >= 6e15 then return nil end
-    if d ~= 840 and f > 0 then
-      -- In this limiter's ticks, rounded up (Gcra:adopt): f * d < 840 * 10^9.
-      local x = f * d
-      local c = (x - x % 840) / 840
-      if c * 840 < x then c = c + 1 end
-      if c == d then u, f = u + 1, 0 else f = c end
-    end
-    if u > now or (u == now and f > 0) then tu, tf, stored = u, f, true end
-  end
-  local hu, hf = now + tol_u, tol_f
-  -- The answer, measured from the TAT it leaves (ru, rf).
-  local blocked, retry, ru, rf = 0, -1, tu, tf
-  local nu, nf
-  if mode == 'refund' then
-    if not stored or q == 0 then
-      -- Nothing to give back: a query.
-    else
-      -- Gcra:refund: the TAT less q * T, rested (the key deleted) where that
-      -- is no later than now.
-      local bu, bf
-      if d == 1 then bu, bf = q * T, 0 else bu, bf = muldivmod(q, T, d) end
-      nu, nf = now, 0
-      if bu then
-        nu, nf = tu - bu, tf - bf
-        if nf < 0 then nu, nf = nu - 1, nf + d end
+  -- The decision at `now` on the stored bytes: blocked (0, 1), remaining,
+  -- retry (µs; -1 allowed, -2 never), reset (µs), and for a write the value
+  -- (true: delete) and its expiry (ms); nil where the general path answers.
+  -- 'wait' and 'at_most' decide as 'take' (a refusal goes to the general path).
+  local function gcra_decide(bytes, now, q, mode, limit, d, T, tol_u, tol_f)
+    -- The TAT in this limiter's ticks (tu µs and tf ticks), now at rest.
+    local tu, tf, stored = now, 0, false
+    if bytes then
+      if #bytes ~= 9 then return nil end
+      local tag, lo, hi = struct.unpack('<BI4I4', bytes)
+      if tag ~= 71 then return nil end
+      -- (Whole divisions by `%`, exact on these integers below 2^42.)
+      local hr = hi % 840
+      local qh = (hi - hr) / 840
+      local rest = hr * 2^32 + lo
+      local f = rest % 840
+      local u = qh * 2^32 + (rest - f) / 840
+      if qh >= 2^21 or u >= 6e15 then return nil end
+      if d ~= 840 and f > 0 then
+        -- In this limiter's ticks, rounded up (Gcra:adopt): f * d < 840 * 10^9.
+        local x = f * d
+        local c = (x - x % 840) / 840
+        if c * 840 < x then c = c + 1 end
+        if c == d then u, f = u + 1, 0 else f = c end
       end
-      if not (nu > now or (nu == now and nf > 0)) then
-        ru, rf, nu = now, 0, true
-      end
+      if u > now or (u == now and f > 0) then tu, tf, stored = u, f, true end
     end
-  elseif q > 0 then
-    local force = mode == 'force'
-    if q > limit and not force then
-      blocked, retry = 1, -2
-    else
-      local qu, qf
-      if d == 1 then qu, qf = q * T, 0 else qu, qf = muldivmod(q, T, d) end
-      if not qu or qu >= 6e15 - tu then return nil end
-      nu, nf = tu + qu, tf + qf
-      if nf >= d then nu, nf = nu + 1, nf - d end
-      if force then
-        -- Overdrawn past MAX_HELD (4 * 10^9) intervals ahead of now, or
-        -- near it: the general path words it (Gcra:force).
-        local x = (tu - now) * d + tf
-        if x >= 2^52 or x / T + q >= 4e9 - 1 then return nil end
-      elseif nu > hu or (nu == hu and nf > hf) then
-        local wu, wf = nu - hu, nf - hf
-        if wf < 0 then wu, wf = wu - 1, wf + d end
-        if wf > 0 then wu = wu + 1 end
-        blocked, retry, nu = 1, wu, nil
+    local hu, hf = now + tol_u, tol_f
+    -- The answer, measured from the TAT it leaves (ru, rf).
+    local blocked, retry, ru, rf = 0, -1, tu, tf
+    local nu, nf
+    if mode == 'refund' then
+      if not stored or q == 0 then
+        -- Nothing to give back: a query.
+      else
+        -- Gcra:refund: the TAT less q * T, rested (the key deleted) where that
+        -- is no later than now.
+        local bu, bf
+        if d == 1 then bu, bf = q * T, 0 else bu, bf = muldivmod(q, T, d) end
+        nu, nf = now, 0
+        if bu then
+          nu, nf = tu - bu, tf - bf
+          if nf < 0 then nu, nf = nu - 1, nf + d end
+        end
+        if not (nu > now or (nu == now and nf > 0)) then
+          ru, rf, nu = now, 0, true
+        end
+      end
+    elseif q > 0 then
+      local force = mode == 'force'
+      if q > limit and not force then
+        blocked, retry = 1, -2
+      else
+        local qu, qf
+        if d == 1 then qu, qf = q * T, 0 else qu, qf = muldivmod(q, T, d) end
+        if not qu or qu >= 6e15 - tu then return nil end
+        nu, nf = tu + qu, tf + qf
+        if nf >= d then nu, nf = nu + 1, nf - d end
+        if force then
+          -- Overdrawn past MAX_HELD (4 * 10^9) intervals ahead of now, or
+          -- near it: the general path words it (Gcra:force).
+          local x = (tu - now) * d + tf
+          if x >= 2^52 or x / T + q >= 4e9 - 1 then return nil end
+        elseif nu > hu or (nu == hu and nf > hf) then
+          local wu, wf = nu - hu, nf - hf
+          if wf < 0 then wu, wf = wu - 1, wf + d end
+          if wf > 0 then wu = wu + 1 end
+          blocked, retry, nu = 1, wu, nil
+        end
       end
     end
-  end
-  local value, ms
-  if nu == true then
-    value = true
-  elseif nu then
-    if nu >= 6e15 or 840 % d ~= 0 then return nil end
-    local ul = nu % 2^32
-    local low = ul * 840 + nf * (840 / d)
-    local lo = low % 2^32
-    value = struct.pack('<BI4I4', 71, lo, (nu - ul) / 2^32 * 840 + (low - lo) / 2^32)
-    ru, rf = nu, nf
-  end
-  -- reset: to the TAT, rounded up; remaining: the requests that fit between
-  -- it and the horizon (Gcra:free).
-  local reset = ru - now
-  if rf > 0 then reset = reset + 1 end
-  if value and value ~= true then
-    ms = now + reset
-    local r = ms % 1000
-    ms = (ms - r) / 1000
-    if r > 0 then ms = ms + 1 end
-  end
-  local room = 0
-  if hu > ru or (hu == ru and hf > rf) then
-    local du, df = hu - ru, hf - rf
-    if df < 0 then du, df = du - 1, df + d end
-    -- floor((du * d + df) / T): inline while du * d stays below 2^52.
-    local x = du * d
-    local k, r
-    if x < 2^52 then
-      r = x % T
-      k = (x - r) / T
-    else
-      k, r = muldivmod(du, d, T)
+    local value, ms
+    if nu == true then
+      value = true
+    elseif nu then
+      if nu >= 6e15 or 840 % d ~= 0 then return nil end
+      local ul = nu % 2^32
+      local low = ul * 840 + nf * (840 / d)
+      local lo = low % 2^32
+      value = struct.pack('<BI4I4', 71, lo, (nu - ul) / 2^32 * 840 + (low - lo) / 2^32)
+      ru, rf = nu, nf
     end
-    r = r + df
-    if r >= T then
-      local s = r % T
-      k = k + (r - s) / T
+    -- reset: to the TAT, rounded up; remaining: the requests that fit between
+    -- it and the horizon (Gcra:free).
+    local reset = ru - now
+    if rf > 0 then reset = reset + 1 end
+    if value and value ~= true then
+      ms = now + reset
+      local r = ms % 1000
+      ms = (ms - r) / 1000
+      if r > 0 then ms = ms + 1 end
     end
-    if k < limit then room = k else room = limit end
+    local room = 0
+    if hu > ru or (hu == ru and hf > rf) then
+      local du, df = hu - ru, hf - rf
+      if df < 0 then du, df = du - 1, df + d end
+      -- floor((du * d + df) / T): inline while du * d stays below 2^52.
+      local x = du * d
+      local k, r
+      if x < 2^52 then
+        r = x % T
+        k = (x - r) / T
+      else
+        k, r = muldivmod(du, d, T)
+      end
+      r = r + df
+      if r >= T then
+        local s = r % T
+        k = k + (r - s) / T
+      end
+      if k < limit then room = k else room = limit end
+    end
+    return blocked, room, retry, reset, value, ms
   end
-  return blocked, room, retry, reset, value, ms
+  return limit, d, T, tol_u, tol_f, gcra_decide
 end
 -- part: plain_token_bucket
 -- The token bucket in one pass (the general path: `token_bucket`,
@@ -399,99 +402,98 @@ local function bucket_limiter(args, from, unit)
     if rest > 0 then extra = extra + 1 end
     return q + extra
   end
-  return capacity, gpt, gpm, refill_time
-end
-
--- The decision, as gcra_decide answers it ('refund' goes to the general
--- path; FORCE only where the bucket has the units, no debt).
-local function bucket_decide(bytes, now, q, mode, limit, gpt, gpm, refill_time)
-  if mode == 'refund' then return nil end
-  local tok, gr = limit, 0
-  if bytes then
-    if #bytes ~= 28 then return nil end
-    local tag, alo, ahi, sgpt, l0, l1, h0, h1 = struct.unpack('<BI4I4I7I4I2I4I2', bytes)
-    if tag ~= 84 or sgpt ~= gpt or h1 >= 32768 or ahi >= 2^21 then return nil end
-    -- The stored level in whole tokens and grains.
-    local lo48, hi48 = l1 * 2^32 + l0, h1 * 2^32 + h0
-    local r
-    if hi48 == 0 then
-      r = lo48 % gpt
-      tok = (lo48 - r) / gpt
-    else
-      local q1, r1 = muldivmod(hi48, 2^48, gpt)
-      if not q1 then return nil end
-      r = r1 + lo48
-      local r2 = r % gpt
-      tok, r = q1 + (r - r2) / gpt, r2
-    end
-    local at = ahi * 2^32 + alo
-    if tok > 1e9 or (tok == 1e9 and r > 0) or at >= 6e15 then return nil end
-    gr = r
-    -- The level at `now` (Bucket:level_at): the stored one refilled since,
-    -- or less the refill still owed when it was written for later.
-    if tok >= limit then tok, gr = limit, 0 end
-    if now >= at then
-      local elapsed = now - at
-      if elapsed > 0 and tok < limit then
-        local to_full = refill_time(gpt, gpm, limit - tok, -gr)
-        if not to_full then return nil end
-        if elapsed >= to_full then
-          tok, gr = limit, 0
-        else
-          local dt, dg = muldivmod(elapsed, gpm, gpt)
-          tok, gr = tok + dt, gr + dg
-          if gr >= gpt then tok, gr = tok + 1, gr - gpt end
-          if tok >= limit then tok, gr = limit, 0 end
-        end
+  -- The decision, as gcra_decide answers it ('refund' goes to the general
+  -- path; FORCE only where the bucket has the units, no debt).
+  local function bucket_decide(bytes, now, q, mode, limit, gpt, gpm, refill_time)
+    if mode == 'refund' then return nil end
+    local tok, gr = limit, 0
+    if bytes then
+      if #bytes ~= 28 then return nil end
+      local tag, alo, ahi, sgpt, l0, l1, h0, h1 = struct.unpack('<BI4I4I7I4I2I4I2', bytes)
+      if tag ~= 84 or sgpt ~= gpt or h1 >= 32768 or ahi >= 2^21 then return nil end
+      -- The stored level in whole tokens and grains.
+      local lo48, hi48 = l1 * 2^32 + l0, h1 * 2^32 + h0
+      local r
+      if hi48 == 0 then
+        r = lo48 % gpt
+        tok = (lo48 - r) / gpt
+      else
+        local q1, r1 = muldivmod(hi48, 2^48, gpt)
+        if not q1 then return nil end
+        r = r1 + lo48
+        local r2 = r % gpt
+        tok, r = q1 + (r - r2) / gpt, r2
       end
-    else
-      local ot, og = muldivmod(at - now, gpm, gpt)
-      if not ot then return nil end
-      tok, gr = tok - ot, gr - og
-      if gr < 0 then tok, gr = tok - 1, gr + gpt end
+      local at = ahi * 2^32 + alo
+      if tok > 1e9 or (tok == 1e9 and r > 0) or at >= 6e15 then return nil end
+      gr = r
+      -- The level at `now` (Bucket:level_at): the stored one refilled since,
+      -- or less the refill still owed when it was written for later.
+      if tok >= limit then tok, gr = limit, 0 end
+      if now >= at then
+        local elapsed = now - at
+        if elapsed > 0 and tok < limit then
+          local to_full = refill_time(gpt, gpm, limit - tok, -gr)
+          if not to_full then return nil end
+          if elapsed >= to_full then
+            tok, gr = limit, 0
+          else
+            local dt, dg = muldivmod(elapsed, gpm, gpt)
+            tok, gr = tok + dt, gr + dg
+            if gr >= gpt then tok, gr = tok + 1, gr - gpt end
+            if tok >= limit then tok, gr = limit, 0 end
+          end
+        end
+      else
+        local ot, og = muldivmod(at - now, gpm, gpt)
+        if not ot then return nil end
+        tok, gr = tok - ot, gr - og
+        if gr < 0 then tok, gr = tok - 1, gr + gpt end
+      end
     end
+    local remaining = 0
+    if tok > 0 then
+      if tok < limit then remaining = tok else remaining = limit end
+    end
+    local reset = 0
+    if tok < limit then
+      reset = refill_time(gpt, gpm, limit - tok, -gr)
+      if not reset then return nil end
+    end
+    if q == 0 then return 0, remaining, -1, reset end
+    if tok < q then
+      if mode == 'force' then return nil end
+      if q > limit then return 1, remaining, -2, reset end
+      local retry = refill_time(gpt, gpm, q - tok, -gr)
+      if not retry then return nil end
+      return 1, remaining, retry, reset
+    end
+    -- Taken: the level left, written at now.
+    local lt = tok - q
+    if now >= 6e15 or lt * gpt >= 2^52 then return nil end
+    local full = 0
+    if lt < limit then
+      full = refill_time(gpt, gpm, limit - lt, -gr)
+      if not full then return nil end
+    end
+    if now + full >= 6e15 then return nil end
+    local level = lt * gpt + gr
+    local l48 = level % 2^48
+    local h48 = (level - l48) / 2^48
+    local nlo = now % 2^32
+    local l32, h32 = l48 % 2^32, h48 % 2^32
+    local value = struct.pack('<BI4I4I7I4I2I4I2', 84, nlo, (now - nlo) / 2^32, gpt, l32, (l48 - l32) / 2^32, h32, (h48 - h32) / 2^32)
+    local left = 0
+    if lt > 0 then
+      if lt < limit then left = lt else left = limit end
+    end
+    local ms = now + full
+    local r = ms % 1000
+    ms = (ms - r) / 1000
+    if r > 0 then ms = ms + 1 end
+    return 0, left, -1, full, value, ms
   end
-  local remaining = 0
-  if tok > 0 then
-    if tok < limit then remaining = tok else remaining = limit end
-  end
-  local reset = 0
-  if tok < limit then
-    reset = refill_time(gpt, gpm, limit - tok, -gr)
-    if not reset then return nil end
-  end
-  if q == 0 then return 0, remaining, -1, reset end
-  if tok < q then
-    if mode == 'force' then return nil end
-    if q > limit then return 1, remaining, -2, reset end
-    local retry = refill_time(gpt, gpm, q - tok, -gr)
-    if not retry then return nil end
-    return 1, remaining, retry, reset
-  end
-  -- Taken: the level left, written at now.
-  local lt = tok - q
-  if now >= 6e15 or lt * gpt >= 2^52 then return nil end
-  local full = 0
-  if lt < limit then
-    full = refill_time(gpt, gpm, limit - lt, -gr)
-    if not full then return nil end
-  end
-  if now + full >= 6e15 then return nil end
-  local level = lt * gpt + gr
-  local l48 = level % 2^48
-  local h48 = (level - l48) / 2^48
-  local nlo = now % 2^32
-  local l32, h32 = l48 % 2^32, h48 % 2^32
-  local value = struct.pack('<BI4I4I7I4I2I4I2', 84, nlo, (now - nlo) / 2^32, gpt, l32, (l48 - l32) / 2^32, h32, (h48 - h32) / 2^32)
-  local left = 0
-  if lt > 0 then
-    if lt < limit then left = lt else left = limit end
-  end
-  local ms = now + full
-  local r = ms % 1000
-  ms = (ms - r) / 1000
-  if r > 0 then ms = ms + 1 end
-  return 0, left, -1, full, value, ms
+  return capacity, gpt, gpm, refill_time, nil, bucket_decide
 end
 -- part: plain_fixed
 -- The fixed window in one pass (the general path: `fixed_window`,
@@ -505,43 +507,42 @@ local function fixed_limiter(args, from, unit)
   if #a > 15 or #b > 15 or not string.find(a .. ' ' .. b, '^[1-9]%d* [1-9]%d*$') then return nil end
   local limit, window = a + 0, b + 0
   if limit > 1e9 or window > 1e15 / unit then return nil end
-  return limit, window * unit
-end
-
--- The decision, as gcra_decide answers it ('refund' goes to the general
--- path).
-local function fixed_decide(bytes, now, q, mode, limit, w)
-  -- (A window cannot hold a later window's requests: WAIT is an error.)
-  if mode == 'refund' or mode == 'wait' then return nil end
-  -- The window in force (aligned to the epoch) and its count.
-  local start, used = now - now % w, 0
-  if bytes then
-    if #bytes ~= 12 then return nil end
-    local tag, s, count = struct.unpack('<BI7I4', bytes)
-    if tag ~= 70 or count > 4e9 or s >= 6e15 then return nil end
-    if s >= start then start, used = s - s % w, count end
+  -- The decision, as gcra_decide answers it ('refund' goes to the general
+  -- path).
+  local function fixed_decide(bytes, now, q, mode, limit, w)
+    -- (A window cannot hold a later window's requests: WAIT is an error.)
+    if mode == 'refund' or mode == 'wait' then return nil end
+    -- The window in force (aligned to the epoch) and its count.
+    local start, used = now - now % w, 0
+    if bytes then
+      if #bytes ~= 12 then return nil end
+      local tag, s, count = struct.unpack('<BI7I4', bytes)
+      if tag ~= 70 or count > 4e9 or s >= 6e15 then return nil end
+      if s >= start then start, used = s - s % w, count end
+    end
+    local finish = start + w
+    local to_end = 0
+    if finish > now then to_end = finish - now end
+    local reset = to_end
+    if used == 0 then reset = 0 end
+    local remaining = 0
+    if limit > used then remaining = limit - used end
+    if q == 0 then return 0, remaining, -1, reset end
+    local count = used + q
+    if mode == 'force' then
+      -- More than MAX_HELD units: the general path words it.
+      if count > 4e9 then return nil end
+    else
+      if q > limit then return 1, remaining, -2, reset end
+      if count > limit then return 1, remaining, to_end, reset end
+    end
+    local left = 0
+    if limit > count then left = limit - count end
+    local ms = finish % 1000
+    ms = (finish - ms) / 1000 + (ms > 0 and 1 or 0)
+    return 0, left, -1, to_end, struct.pack('<BI7I4', 70, start, count), ms
   end
-  local finish = start + w
-  local to_end = 0
-  if finish > now then to_end = finish - now end
-  local reset = to_end
-  if used == 0 then reset = 0 end
-  local remaining = 0
-  if limit > used then remaining = limit - used end
-  if q == 0 then return 0, remaining, -1, reset end
-  local count = used + q
-  if mode == 'force' then
-    -- More than MAX_HELD units: the general path words it.
-    if count > 4e9 then return nil end
-  else
-    if q > limit then return 1, remaining, -2, reset end
-    if count > limit then return 1, remaining, to_end, reset end
-  end
-  local left = 0
-  if limit > count then left = limit - count end
-  local ms = finish % 1000
-  ms = (finish - ms) / 1000 + (ms > 0 and 1 or 0)
-  return 0, left, -1, to_end, struct.pack('<BI7I4', 70, start, count), ms
+  return limit, window * unit, nil, nil, nil, fixed_decide
 end
 -- part: plain_sliding_log
 -- The sliding log in one pass (the general path: `sliding_log`,
@@ -559,70 +560,69 @@ local function log_limiter(args, from, unit, settings)
   local cap = settings().sliding_log_max_limit
   local limit, window = a + 0, b + 0
   if limit > cap or limit > 1e9 or window > 1e15 / unit then return nil end
-  return limit, window * unit, cap, {}
-end
-
--- The decision, as gcra_decide answers it ('refund' goes to the general
--- path; a log with reservations, or that would grow past 64 bytes, too).
-local function log_decide(bytes, now, q, mode, limit, w, cap, entries)
-  if mode == 'refund' then return nil end
-  local n = 0
-  if bytes then
-    local len = #bytes
-    if len > 64 or len < 5 or (len - 5) % 8 ~= 0 then return nil end
-    local tag, oldest = struct.unpack('<BI4', bytes)
-    if tag ~= 76 or oldest ~= 0 then return nil end
-    n = (len - 5) / 8
-    local previous = 0
-    for i = 1, n do
-      local v = struct.unpack('<I8', bytes, 6 + (i - 1) * 8)
-      if v < previous or v >= 6e15 then return nil end
-      entries[i], previous = v, v
+  -- The decision, as gcra_decide answers it ('refund' goes to the general
+  -- path; a log with reservations, or that would grow past 64 bytes, too).
+  local function log_decide(bytes, now, q, mode, limit, w, cap, entries)
+    if mode == 'refund' then return nil end
+    local n = 0
+    if bytes then
+      local len = #bytes
+      if len > 64 or len < 5 or (len - 5) % 8 ~= 0 then return nil end
+      local tag, oldest = struct.unpack('<BI4', bytes)
+      if tag ~= 76 or oldest ~= 0 then return nil end
+      n = (len - 5) / 8
+      local previous = 0
+      for i = 1, n do
+        local v = struct.unpack('<I8', bytes, 6 + (i - 1) * 8)
+        if v < previous or v >= 6e15 then return nil end
+        entries[i], previous = v, v
+      end
     end
-  end
-  -- The entries in the window: the newest later than now - w.
-  local in_window = n
-  if now >= w then
-    in_window = 0
-    for i = n, 1, -1 do
-      if entries[i] > now - w then in_window = in_window + 1 else break end
+    -- The entries in the window: the newest later than now - w.
+    local in_window = n
+    if now >= w then
+      in_window = 0
+      for i = n, 1, -1 do
+        if entries[i] > now - w then in_window = in_window + 1 else break end
+      end
     end
-  end
-  local reset = 0
-  if n > 0 and in_window > 0 and entries[n] + w > now then reset = entries[n] + w - now end
-  local remaining = 0
-  if limit > in_window then remaining = limit - in_window end
-  if q == 0 then return 0, remaining, -1, reset end
-  if mode == 'force' then
-    -- More than MAX_HELD units: the general path words it.
-    if in_window + q > 4e9 then return nil end
-  else
-    if q > limit then return 1, remaining, -2, reset end
-    local may_stay = limit - q
-    if n > may_stay then
-      local ends = entries[n - may_stay] + w
-      if ends > now then return 1, remaining, ends - now, reset end
+    local reset = 0
+    if n > 0 and in_window > 0 and entries[n] + w > now then reset = entries[n] + w - now end
+    local remaining = 0
+    if limit > in_window then remaining = limit - in_window end
+    if q == 0 then return 0, remaining, -1, reset end
+    if mode == 'force' then
+      -- More than MAX_HELD units: the general path words it.
+      if in_window + q > 4e9 then return nil end
+    else
+      if q > limit then return 1, remaining, -2, reset end
+      local may_stay = limit - q
+      if n > may_stay then
+        local ends = entries[n - may_stay] + w
+        if ends > now then return 1, remaining, ends - now, reset end
+      end
     end
+    -- Appended at now: the log keeps at least `limit` entries (Log:appended).
+    local keep = in_window + q
+    if keep < limit then keep = limit end
+    if n > 0 and entries[n] > now then return nil end -- reservations to keep the newest
+    local most = n + q
+    if most > keep then most = keep end
+    if n >= keep or q > keep - n or most > cap or 5 + (n + q) * 8 > 64 then
+      return nil
+    end
+    local left = 0
+    if limit > in_window + q then left = limit - in_window - q end
+    local lo = now % 2^32
+    local value = string.rep(struct.pack('<I4I4', lo, (now - lo) / 2^32), q)
+    if bytes then value = bytes .. value else value = 'L\0\0\0\0' .. value end
+    local ms = now + w
+    local r = ms % 1000
+    ms = (ms - r) / 1000
+    if r > 0 then ms = ms + 1 end
+    return 0, left, -1, w, value, ms
   end
-  -- Appended at now: the log keeps at least `limit` entries (Log:appended).
-  local keep = in_window + q
-  if keep < limit then keep = limit end
-  if n > 0 and entries[n] > now then return nil end -- reservations to keep the newest
-  local most = n + q
-  if most > keep then most = keep end
-  if n >= keep or q > keep - n or most > cap or 5 + (n + q) * 8 > 64 then
-    return nil
-  end
-  local left = 0
-  if limit > in_window + q then left = limit - in_window - q end
-  local lo = now % 2^32
-  local value = string.rep(struct.pack('<I4I4', lo, (now - lo) / 2^32), q)
-  if bytes then value = bytes .. value else value = 'L\0\0\0\0' .. value end
-  local ms = now + w
-  local r = ms % 1000
-  ms = (ms - r) / 1000
-  if r > 0 then ms = ms + 1 end
-  return 0, left, -1, w, value, ms
+  return limit, window * unit, cap, {}, nil, log_decide
 end
 -- part: plain_sliding_counter
 -- The sliding counter in one pass (the general path: `sliding_counter`,
@@ -663,80 +663,79 @@ local function counter_limiter(args, from, unit)
     if n < cur then span = muldivmod(n, w, cur) end
     return nxt + (w - span)
   end
-  return limit, window * unit, counter_reset, counter_next_fit
-end
-
--- The decision, as gcra_decide answers it ('refund' goes to the general
--- path).
-local function counter_decide(bytes, now, q, mode, limit, w, counter_reset, counter_next_fit)
-  -- (A window cannot hold a later window's requests: WAIT is an error.)
-  if mode == 'refund' or mode == 'wait' then return nil end
-  local current = now - now % w
-  -- The window in force, the previous one's count and its own.
-  local start, prev, cur = current, 0, 0
-  if bytes then
-    if #bytes ~= 16 then return nil end
-    local tag, s, p, c = struct.unpack('<BI7I4I4', bytes)
-    if tag ~= 67 or p > 4e9 or c > 4e9 or s >= 6e15 then return nil end
-    local st = s - s % w
-    if st ~= s then p, c = 0, c + p end
-    if st >= current then
-      start, prev, cur = st, p, c
-    elseif st + w == current then
-      prev = c
+  -- The decision, as gcra_decide answers it ('refund' goes to the general
+  -- path).
+  local function counter_decide(bytes, now, q, mode, limit, w, counter_reset, counter_next_fit)
+    -- (A window cannot hold a later window's requests: WAIT is an error.)
+    if mode == 'refund' or mode == 'wait' then return nil end
+    local current = now - now % w
+    -- The window in force, the previous one's count and its own.
+    local start, prev, cur = current, 0, 0
+    if bytes then
+      if #bytes ~= 16 then return nil end
+      local tag, s, p, c = struct.unpack('<BI7I4I4', bytes)
+      if tag ~= 67 or p > 4e9 or c > 4e9 or s >= 6e15 then return nil end
+      local st = s - s % w
+      if st ~= s then p, c = 0, c + p end
+      if st >= current then
+        start, prev, cur = st, p, c
+      elseif st + w == current then
+        prev = c
+      end
     end
-  end
-  local elapsed = 0
-  if now > start then
-    elapsed = now - start
-    if elapsed > w then elapsed = w end
-  end
-  -- The previous window's weighted share, ceil(prev * (w - elapsed) / w).
-  local share, r = muldivmod(prev, w - elapsed, w)
-  if r > 0 then share = share + 1 end
-  local free = 0
-  if limit > share then free = limit - share end
-  local remaining = 0
-  if free > cur then
-    remaining = free - cur
-    if remaining > limit then remaining = limit end
-  end
-  local reset = counter_reset(w, now, start, prev, cur)
-  if q == 0 then return 0, remaining, -1, reset end
-  if mode == 'force' then
-    -- More than MAX_HELD units: the general path words it.
-    if cur + q > 4e9 then return nil end
-  else
-    if q > limit then return 1, remaining, -2, reset end
-    if share + cur + q > limit then
-      local at = counter_next_fit(limit, w, start, elapsed, prev, cur, q)
-      if not at then return nil end
-      local retry = 0
-      if at > now then retry = at - now end
-      return 1, remaining, retry, reset
+    local elapsed = 0
+    if now > start then
+      elapsed = now - start
+      if elapsed > w then elapsed = w end
     end
+    -- The previous window's weighted share, ceil(prev * (w - elapsed) / w).
+    local share, r = muldivmod(prev, w - elapsed, w)
+    if r > 0 then share = share + 1 end
+    local free = 0
+    if limit > share then free = limit - share end
+    local remaining = 0
+    if free > cur then
+      remaining = free - cur
+      if remaining > limit then remaining = limit end
+    end
+    local reset = counter_reset(w, now, start, prev, cur)
+    if q == 0 then return 0, remaining, -1, reset end
+    if mode == 'force' then
+      -- More than MAX_HELD units: the general path words it.
+      if cur + q > 4e9 then return nil end
+    else
+      if q > limit then return 1, remaining, -2, reset end
+      if share + cur + q > limit then
+        local at = counter_next_fit(limit, w, start, elapsed, prev, cur, q)
+        if not at then return nil end
+        local retry = 0
+        if at > now then retry = at - now end
+        return 1, remaining, retry, reset
+      end
+    end
+    cur = cur + q
+    local full = counter_reset(w, now, start, prev, cur)
+    local left = 0
+    if free > cur then
+      left = free - cur
+      if left > limit then left = limit end
+    end
+    local ms = now + full
+    local rest = ms % 1000
+    ms = (ms - rest) / 1000
+    if rest > 0 then ms = ms + 1 end
+    return 0, left, -1, full, struct.pack('<BI7I4I4', 67, start, prev, cur), ms
   end
-  cur = cur + q
-  local full = counter_reset(w, now, start, prev, cur)
-  local left = 0
-  if free > cur then
-    left = free - cur
-    if left > limit then left = limit end
-  end
-  local ms = now + full
-  local rest = ms % 1000
-  ms = (ms - rest) / 1000
-  if rest > 0 then ms = ms + 1 end
-  return 0, left, -1, full, struct.pack('<BI7I4I4', 67, start, prev, cur), ms
+  return limit, window * unit, counter_reset, counter_next_fit, nil, counter_decide
 end
 -- part: plain_rate
 -- The rate functions: the one pass's reply where it can be, else false and
 -- what was read (the key's bytes, and now) for the general path. `alg`:
 -- the algorithm's number (ALGORITHMS), `n` its parameters; then the
--- algorithm's one-pass functions, and `request`, `write` and `settings`, as
--- arguments: a script pays for each local a function takes from outside it
--- (`decimal` is one `request` takes already).
-local function rate(keys, args, kept, alg, n, limiter, decide, request, write, settings)
+-- algorithm's limiter (which makes its decision function), and `request`,
+-- `write`, `settings` and `decimal`, as arguments: a script pays for each
+-- local a function takes from outside it.
+local function rate(keys, args, kept, alg, n, limiter, request, write, settings, decimal)
   if #keys ~= 1 or #args < n then return false end
   local q, unit, mode, peek, block = 1, 1000000, 'take', false, nil
   if #args > n then
@@ -753,24 +752,24 @@ local function rate(keys, args, kept, alg, n, limiter, decide, request, write, s
     end
     if not q then
       local _
-      q, unit, mode, peek, _, block = request(args, n + 1)
+      q, unit, mode, peek, _, block = request(args, n + 1, decimal)
       if not q then return false end
     end
   end
-  -- The limiter's numbers, limit first: those kept for these parameter
-  -- strings, or built.
-  local l1, l2, l3, l4, l5
+  -- The limiter's numbers, limit first, and its decision: those kept for
+  -- these parameter strings, or built.
+  local l1, l2, l3, l4, l5, decide
   local lim = kept and kept[unit][args[1]]
   if lim then
     lim = lim[args[2]]
     if lim and n == 3 then lim = lim[args[3]] end
   end
   if lim then
-    l1, l2, l3, l4, l5 = lim[1], lim[2], lim[3], lim[4], lim[5]
+    l1, l2, l3, l4, l5, decide = lim[1], lim[2], lim[3], lim[4], lim[5], lim[6]
   else
-    l1, l2, l3, l4, l5 = limiter(args, 1, unit, settings)
+    l1, l2, l3, l4, l5, decide = limiter(args, 1, unit, settings)
     if not l1 then return false end
-    if kept then kept:keep(unit, args, 1, n, { l1, l2, l3, l4, l5 }) end
+    if kept then kept:keep(unit, args, 1, n, { l1, l2, l3, l4, l5, decide }) end
   end
   local key = keys[1]
   -- (`redis` once: a global costs the library's functions far more than
@@ -815,13 +814,14 @@ end
 -- general path answers).
 
 -- rl_all: the one pass's reply, else false and what was read (the values,
--- and now) for the general path. After `kept` come `request`, `write` and
--- `settings`, and each algorithm's one-pass limiter and decide functions,
--- as ALGORITHMS orders them: a script pays for each local a function takes
--- from outside it, and nothing for an argument. `S` holds each limit's
--- decide function, limiter and decision, 8 slots a limit, then the absent
--- keys (the library keeps it).
-local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, fl, fd, ll, ld, cl, cd)
+-- and now) for the general path. After `kept` come `request`, `write`,
+-- `settings` and `decimal`, and each algorithm's one-pass limiter (which makes its
+-- decision function), as ALGORITHMS orders them: a script pays for each
+-- local a function takes from outside it, and nothing for an argument. `S`
+-- holds each limit's limiter (its numbers and decision function, as a list)
+-- and decision, 8 slots a limit, then the absent keys (the library keeps
+-- it).
+local function all(keys, args, kept, request, write, settings, decimal, gl, bl, fl, ll, cl)
   local S = kept and kept.scratch
   if not S then
     -- (Sized for 3 limits and keys: grown slot by slot, dear in a script.
@@ -850,22 +850,22 @@ local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, f
     if not word then return false end
     -- The algorithm the limit names: its number (the general path's
     -- ALGORITHMS), its parameters' count and its one-pass functions.
-    local alg, p, limiter, decide
+    local alg, p, limiter
     for _ = 1, 2 do
       if word == 'FIXED' then
-        alg, p, limiter, decide = 3, 2, fl, fd
+        alg, p, limiter = 3, 2, fl
         break
       elseif word == 'GCRA' then
-        alg, p, limiter, decide = 1, 3, gl, gd
+        alg, p, limiter = 1, 3, gl
         break
       elseif word == 'SLIDING_LOG' then
-        alg, p, limiter, decide = 4, 2, ll, ld
+        alg, p, limiter = 4, 2, ll
         break
       elseif word == 'SLIDING_COUNTER' then
-        alg, p, limiter, decide = 5, 2, cl, cd
+        alg, p, limiter = 5, 2, cl
         break
       elseif word == 'TOKEN_BUCKET' then
-        alg, p, limiter, decide = 2, 3, bl, bd
+        alg, p, limiter = 2, 3, bl
         break
       end
       word = string.upper(word)
@@ -888,13 +888,13 @@ local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, f
       if by_alg then by_alg:keep(unit, args, from, p, lim) end
     end
     local base = (i - 1) * 8
-    S[base + 3], S[base + 4] = lim, decide
+    S[base + 3] = lim
     at = from + p
   end
   local q = 1
   if at <= m then
     local u, mode, peek, wait, block
-    q, u, mode, peek, wait, block = request(args, at)
+    q, u, mode, peek, wait, block = request(args, at, decimal)
     if not q or u ~= unit or mode ~= 'take' or peek or wait or block then return false end
   end
   -- (`redis` once: a global costs the library's functions far more than
@@ -925,7 +925,7 @@ local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, f
   for i = 1, n do
     local base = (i - 1) * 8
     local lim = S[base + 3]
-    local blocked, remaining, retry, reset, value, ms = S[base + 4](values[i] or nil, now, q, 'take', lim[1], lim[2], lim[3], lim[4], lim[5])
+    local blocked, remaining, retry, reset, value, ms = lim[6](values[i] or nil, now, q, 'take', lim[1], lim[2], lim[3], lim[4], lim[5])
     -- (Slots 1, 2 and 5 to 8 take the decision; 3 keeps the limiter.)
     if not blocked then return false, values, now end
     S[base + 1], S[base + 2], S[base + 5], S[base + 6], S[base + 7], S[base + 8] = blocked, remaining, retry, reset, value, ms
@@ -1053,7 +1053,7 @@ end
 -- (false, then the key's bytes and now where read).
 local function concurrency(keys, args)
   if #keys ~= 1 or #args < 2 then return false end
-  local q, unit, mode, peek, wait, block = request(args, 3)
+  local q, unit, mode, peek, wait, block = request(args, 3, decimal)
   local most = settings().concurrency_max_limit
   if most > 1e9 then most = 1e9 end
   local limit = decimal(args[1], 1, most)
@@ -3398,42 +3398,42 @@ end
 do
   local kept = new_kept()
   redis.register_function('rl_gcra', function(keys, args)
-    local ok, reply, a, b = pcall(rate, keys, args, kept, 1, 3, gcra_limiter, gcra_decide, request, write, settings) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 1, 3, gcra_limiter, request, write, settings, decimal) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().rate, 1, keys, args, a, b)
   end)
 end
 do
   local kept = new_kept()
   redis.register_function('rl_token_bucket', function(keys, args)
-    local ok, reply, a, b = pcall(rate, keys, args, kept, 2, 3, bucket_limiter, bucket_decide, request, write, settings) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 2, 3, bucket_limiter, request, write, settings, decimal) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().rate, 2, keys, args, a, b)
   end)
 end
 do
   local kept = new_kept()
   redis.register_function('rl_fixed', function(keys, args)
-    local ok, reply, a, b = pcall(rate, keys, args, kept, 3, 2, fixed_limiter, fixed_decide, request, write, settings) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 3, 2, fixed_limiter, request, write, settings, decimal) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().rate, 3, keys, args, a, b)
   end)
 end
 do
   local kept = new_kept()
   redis.register_function('rl_sliding_log', function(keys, args)
-    local ok, reply, a, b = pcall(rate, keys, args, kept, 4, 2, log_limiter, log_decide, request, write, settings) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 4, 2, log_limiter, request, write, settings, decimal) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().rate, 4, keys, args, a, b)
   end)
 end
 do
   local kept = new_kept()
   redis.register_function('rl_sliding_counter', function(keys, args)
-    local ok, reply, a, b = pcall(rate, keys, args, kept, 5, 2, counter_limiter, counter_decide, request, write, settings) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(rate, keys, args, kept, 5, 2, counter_limiter, request, write, settings, decimal) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().rate, 5, keys, args, a, b)
   end)
 end
 do
   local kept = new_kept(5)
   redis.register_function('rl_all', function(keys, args)
-    local ok, reply, a, b = pcall(all, keys, args, kept, request, write, settings, gcra_limiter, gcra_decide, bucket_limiter, bucket_decide, fixed_limiter, fixed_decide, log_limiter, log_decide, counter_limiter, counter_decide) if ok and reply ~= false then return reply end
+    local ok, reply, a, b = pcall(all, keys, args, kept, request, write, settings, decimal, gcra_limiter, bucket_limiter, fixed_limiter, log_limiter, counter_limiter) if ok and reply ~= false then return reply end
     if not ok then return failure(reply) end return guard(general().all, keys, args, a, b)
   end)
 end

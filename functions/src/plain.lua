@@ -9,7 +9,10 @@
 -- and a script builds it only in a call that takes it.
 --
 -- A limiter is the numbers its parameters give, limit first (nil: the
--- general path words it). Bounds as numbers (see `bounds`): MAX_LIMIT 1e9,
+-- general path words it), in five values (nil where it has fewer), then its
+-- decision function: made by the limiter, kept by the library with the
+-- numbers, so that a script makes only those of the algorithms a call
+-- uses. Bounds as numbers (see `bounds`): MAX_LIMIT 1e9,
 -- MAX_PERIOD 1e15 µs, MAX_HELD 4e9, RANGE.ahead 3e15, RANGE.instant 6e15
 -- µs. `kept`: what the library keeps (see `kept`); nil in a script.
 --
@@ -31,8 +34,9 @@ end
 -- `[quantity] [options]` from args[from]: the quantity, the unit (µs), the
 -- mode ('take', 'refund', 'force', 'wait', 'at_most'), PEEK, WAIT's and
 -- BLOCK's durations (µs); nil for the general path (an error, an option
--- twice or in mixed case).
-local function request(args, from)
+-- twice or in mixed case). `decimal` as an argument: a script pays for each
+-- local a function takes from outside it.
+local function request(args, from, decimal)
   local n = #args
   local q, unit, mode, peek, wait, block = 1, 1000000, 'take', false, nil, nil
   local i = from

@@ -4,13 +4,14 @@
 -- general path answers).
 
 -- rl_all: the one pass's reply, else false and what was read (the values,
--- and now) for the general path. After `kept` come `request`, `write` and
--- `settings`, and each algorithm's one-pass limiter and decide functions,
--- as ALGORITHMS orders them: a script pays for each local a function takes
--- from outside it, and nothing for an argument. `S` holds each limit's
--- decide function, limiter and decision, 8 slots a limit, then the absent
--- keys (the library keeps it).
-local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, fl, fd, ll, ld, cl, cd)
+-- and now) for the general path. After `kept` come `request`, `write`,
+-- `settings` and `decimal`, and each algorithm's one-pass limiter (which makes its
+-- decision function), as ALGORITHMS orders them: a script pays for each
+-- local a function takes from outside it, and nothing for an argument. `S`
+-- holds each limit's limiter (its numbers and decision function, as a list)
+-- and decision, 8 slots a limit, then the absent keys (the library keeps
+-- it).
+local function all(keys, args, kept, request, write, settings, decimal, gl, bl, fl, ll, cl)
   local S = kept and kept.scratch
   if not S then
     -- (Sized for 3 limits and keys: grown slot by slot, dear in a script.
@@ -39,22 +40,22 @@ local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, f
     if not word then return false end
     -- The algorithm the limit names: its number (the general path's
     -- ALGORITHMS), its parameters' count and its one-pass functions.
-    local alg, p, limiter, decide
+    local alg, p, limiter
     for _ = 1, 2 do
       if word == 'FIXED' then
-        alg, p, limiter, decide = 3, 2, fl, fd
+        alg, p, limiter = 3, 2, fl
         break
       elseif word == 'GCRA' then
-        alg, p, limiter, decide = 1, 3, gl, gd
+        alg, p, limiter = 1, 3, gl
         break
       elseif word == 'SLIDING_LOG' then
-        alg, p, limiter, decide = 4, 2, ll, ld
+        alg, p, limiter = 4, 2, ll
         break
       elseif word == 'SLIDING_COUNTER' then
-        alg, p, limiter, decide = 5, 2, cl, cd
+        alg, p, limiter = 5, 2, cl
         break
       elseif word == 'TOKEN_BUCKET' then
-        alg, p, limiter, decide = 2, 3, bl, bd
+        alg, p, limiter = 2, 3, bl
         break
       end
       word = string.upper(word)
@@ -77,13 +78,13 @@ local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, f
       if by_alg then by_alg:keep(unit, args, from, p, lim) end
     end
     local base = (i - 1) * 8
-    S[base + 3], S[base + 4] = lim, decide
+    S[base + 3] = lim
     at = from + p
   end
   local q = 1
   if at <= m then
     local u, mode, peek, wait, block
-    q, u, mode, peek, wait, block = request(args, at)
+    q, u, mode, peek, wait, block = request(args, at, decimal)
     if not q or u ~= unit or mode ~= 'take' or peek or wait or block then return false end
   end
   -- (`redis` once: a global costs the library's functions far more than
@@ -114,7 +115,7 @@ local function all(keys, args, kept, request, write, settings, gl, gd, bl, bd, f
   for i = 1, n do
     local base = (i - 1) * 8
     local lim = S[base + 3]
-    local blocked, remaining, retry, reset, value, ms = S[base + 4](values[i] or nil, now, q, 'take', lim[1], lim[2], lim[3], lim[4], lim[5])
+    local blocked, remaining, retry, reset, value, ms = lim[6](values[i] or nil, now, q, 'take', lim[1], lim[2], lim[3], lim[4], lim[5])
     -- (Slots 1, 2 and 5 to 8 take the decision; 3 keeps the limiter.)
     if not blocked then return false, values, now end
     S[base + 1], S[base + 2], S[base + 5], S[base + 6], S[base + 7], S[base + 8] = blocked, remaining, retry, reset, value, ms

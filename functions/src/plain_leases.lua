@@ -68,7 +68,7 @@ end
 -- (false, then the key's bytes and now where read).
 local function concurrency(keys, args)
   if #keys ~= 1 or #args < 2 then return false end
-  local q, unit, mode, peek, wait, block = request(args, 3)
+  local q, unit, mode, peek, wait, block = request(args, 3, decimal)
   local most = settings().concurrency_max_limit
   if most > 1e9 then most = 1e9 end
   local limit = decimal(args[1], 1, most)

@@ -1,10 +1,10 @@
 -- The rate functions: the one pass's reply where it can be, else false and
 -- what was read (the key's bytes, and now) for the general path. `alg`:
 -- the algorithm's number (ALGORITHMS), `n` its parameters; then the
--- algorithm's one-pass functions, and `request`, `write` and `settings`, as
--- arguments: a script pays for each local a function takes from outside it
--- (`decimal` is one `request` takes already).
-local function rate(keys, args, kept, alg, n, limiter, decide, request, write, settings)
+-- algorithm's limiter (which makes its decision function), and `request`,
+-- `write`, `settings` and `decimal`, as arguments: a script pays for each
+-- local a function takes from outside it.
+local function rate(keys, args, kept, alg, n, limiter, request, write, settings, decimal)
   if #keys ~= 1 or #args < n then return false end
   local q, unit, mode, peek, block = 1, 1000000, 'take', false, nil
   if #args > n then
@@ -21,24 +21,24 @@ local function rate(keys, args, kept, alg, n, limiter, decide, request, write, s
     end
     if not q then
       local _
-      q, unit, mode, peek, _, block = request(args, n + 1)
+      q, unit, mode, peek, _, block = request(args, n + 1, decimal)
       if not q then return false end
     end
   end
-  -- The limiter's numbers, limit first: those kept for these parameter
-  -- strings, or built.
-  local l1, l2, l3, l4, l5
+  -- The limiter's numbers, limit first, and its decision: those kept for
+  -- these parameter strings, or built.
+  local l1, l2, l3, l4, l5, decide
   local lim = kept and kept[unit][args[1]]
   if lim then
     lim = lim[args[2]]
     if lim and n == 3 then lim = lim[args[3]] end
   end
   if lim then
-    l1, l2, l3, l4, l5 = lim[1], lim[2], lim[3], lim[4], lim[5]
+    l1, l2, l3, l4, l5, decide = lim[1], lim[2], lim[3], lim[4], lim[5], lim[6]
   else
-    l1, l2, l3, l4, l5 = limiter(args, 1, unit, settings)
+    l1, l2, l3, l4, l5, decide = limiter(args, 1, unit, settings)
     if not l1 then return false end
-    if kept then kept:keep(unit, args, 1, n, { l1, l2, l3, l4, l5 }) end
+    if kept then kept:keep(unit, args, 1, n, { l1, l2, l3, l4, l5, decide }) end
   end
   local key = keys[1]
   -- (`redis` once: a global costs the library's functions far more than

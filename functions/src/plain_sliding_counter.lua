@@ -36,69 +36,68 @@ local function counter_limiter(args, from, unit)
     if n < cur then span = muldivmod(n, w, cur) end
     return nxt + (w - span)
   end
-  return limit, window * unit, counter_reset, counter_next_fit
-end
-
--- The decision, as gcra_decide answers it ('refund' goes to the general
--- path).
-local function counter_decide(bytes, now, q, mode, limit, w, counter_reset, counter_next_fit)
-  -- (A window cannot hold a later window's requests: WAIT is an error.)
-  if mode == 'refund' or mode == 'wait' then return nil end
-  local current = now - now % w
-  -- The window in force, the previous one's count and its own.
-  local start, prev, cur = current, 0, 0
-  if bytes then
-    if #bytes ~= 16 then return nil end
-    local tag, s, p, c = struct.unpack('<BI7I4I4', bytes)
-    if tag ~= 67 or p > 4e9 or c > 4e9 or s >= 6e15 then return nil end
-    local st = s - s % w
-    if st ~= s then p, c = 0, c + p end
-    if st >= current then
-      start, prev, cur = st, p, c
-    elseif st + w == current then
-      prev = c
+  -- The decision, as gcra_decide answers it ('refund' goes to the general
+  -- path).
+  local function counter_decide(bytes, now, q, mode, limit, w, counter_reset, counter_next_fit)
+    -- (A window cannot hold a later window's requests: WAIT is an error.)
+    if mode == 'refund' or mode == 'wait' then return nil end
+    local current = now - now % w
+    -- The window in force, the previous one's count and its own.
+    local start, prev, cur = current, 0, 0
+    if bytes then
+      if #bytes ~= 16 then return nil end
+      local tag, s, p, c = struct.unpack('<BI7I4I4', bytes)
+      if tag ~= 67 or p > 4e9 or c > 4e9 or s >= 6e15 then return nil end
+      local st = s - s % w
+      if st ~= s then p, c = 0, c + p end
+      if st >= current then
+        start, prev, cur = st, p, c
+      elseif st + w == current then
+        prev = c
+      end
     end
-  end
-  local elapsed = 0
-  if now > start then
-    elapsed = now - start
-    if elapsed > w then elapsed = w end
-  end
-  -- The previous window's weighted share, ceil(prev * (w - elapsed) / w).
-  local share, r = muldivmod(prev, w - elapsed, w)
-  if r > 0 then share = share + 1 end
-  local free = 0
-  if limit > share then free = limit - share end
-  local remaining = 0
-  if free > cur then
-    remaining = free - cur
-    if remaining > limit then remaining = limit end
-  end
-  local reset = counter_reset(w, now, start, prev, cur)
-  if q == 0 then return 0, remaining, -1, reset end
-  if mode == 'force' then
-    -- More than MAX_HELD units: the general path words it.
-    if cur + q > 4e9 then return nil end
-  else
-    if q > limit then return 1, remaining, -2, reset end
-    if share + cur + q > limit then
-      local at = counter_next_fit(limit, w, start, elapsed, prev, cur, q)
-      if not at then return nil end
-      local retry = 0
-      if at > now then retry = at - now end
-      return 1, remaining, retry, reset
+    local elapsed = 0
+    if now > start then
+      elapsed = now - start
+      if elapsed > w then elapsed = w end
     end
+    -- The previous window's weighted share, ceil(prev * (w - elapsed) / w).
+    local share, r = muldivmod(prev, w - elapsed, w)
+    if r > 0 then share = share + 1 end
+    local free = 0
+    if limit > share then free = limit - share end
+    local remaining = 0
+    if free > cur then
+      remaining = free - cur
+      if remaining > limit then remaining = limit end
+    end
+    local reset = counter_reset(w, now, start, prev, cur)
+    if q == 0 then return 0, remaining, -1, reset end
+    if mode == 'force' then
+      -- More than MAX_HELD units: the general path words it.
+      if cur + q > 4e9 then return nil end
+    else
+      if q > limit then return 1, remaining, -2, reset end
+      if share + cur + q > limit then
+        local at = counter_next_fit(limit, w, start, elapsed, prev, cur, q)
+        if not at then return nil end
+        local retry = 0
+        if at > now then retry = at - now end
+        return 1, remaining, retry, reset
+      end
+    end
+    cur = cur + q
+    local full = counter_reset(w, now, start, prev, cur)
+    local left = 0
+    if free > cur then
+      left = free - cur
+      if left > limit then left = limit end
+    end
+    local ms = now + full
+    local rest = ms % 1000
+    ms = (ms - rest) / 1000
+    if rest > 0 then ms = ms + 1 end
+    return 0, left, -1, full, struct.pack('<BI7I4I4', 67, start, prev, cur), ms
   end
-  cur = cur + q
-  local full = counter_reset(w, now, start, prev, cur)
-  local left = 0
-  if free > cur then
-    left = free - cur
-    if left > limit then left = limit end
-  end
-  local ms = now + full
-  local rest = ms % 1000
-  ms = (ms - rest) / 1000
-  if rest > 0 then ms = ms + 1 end
-  return 0, left, -1, full, struct.pack('<BI7I4I4', 67, start, prev, cur), ms
+  return limit, window * unit, counter_reset, counter_next_fit, nil, counter_decide
 end
