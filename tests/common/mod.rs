@@ -81,7 +81,10 @@ pub fn scripts_of(library: &str) -> Vec<(String, String)> {
                 if let Some(recipe) = line.strip_prefix("-- script ") {
                     let (name, recipe) = recipe.trim_end().split_once(": ").expect("`-- script NAME: ...`");
                     let fields: Vec<&str> = recipe.split(" | ").collect();
-                    assert!(fields.len() % 2 == 1, "a script's line of an odd count of fields: {recipe}");
+                    assert!(
+                        fields.len() % 2 == 1,
+                        "a script's line of an odd count of fields: {recipe}"
+                    );
                     recipes.push((name, fields));
                 }
             }
