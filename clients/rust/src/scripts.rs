@@ -40,7 +40,7 @@ pub fn scripts_from_library(text: &str) -> Result<Vec<(String, String)>, String>
         .into_iter()
         .map(|(name, recipe)| {
             let fields: Vec<&str> = recipe.split(" | ").collect();
-            if fields.len() < 3 || fields.len() % 2 == 0 {
+            if fields.len() < 3 || fields.len().is_multiple_of(2) {
                 return Err(format!(
                     "the library's script line for {name} is not 'LINE | PARTS | LINE [| PARTS | LINE ...]': '{recipe}'"
                 ));
