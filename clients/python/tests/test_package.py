@@ -85,14 +85,16 @@ def test_the_rule_on_a_small_library() -> None:
     assert _backend.scripts_from_library(text) == {
         "rl_a": "PRE\n-- part: one\nlocal one = 1\n-- part: three\nlocal three = 3return a()\n",
         "rl_b": "PRE\n-- part: two\nlocal two = 2\n\nreturn b()\n",
-        "rl_c": "PRE\n-- part: one\nlocal one = 1\nlocal x = a()\n-- part: two\nlocal two = 2\n\n-- part: three\nlocal three = 3return x\n",
+        "rl_c": "PRE\n-- part: one\nlocal one = 1\nlocal x = a()\n"
+        "-- part: two\nlocal two = 2\n\n-- part: three\nlocal three = 3return x\n",
     }
 
 
 def test_a_library_the_rule_cannot_read_is_a_clear_error() -> None:
     with pytest.raises(RateLimitError) as error:
         _backend.scripts_from_library("-- script rl_a: PRE | one\n-- part: one\n")
-    assert str(error.value) == "the library's script line for rl_a is not 'LINE | PARTS | LINE [| PARTS | LINE ...]': 'PRE | one'"
+    shape = "'LINE | PARTS | LINE [| PARTS | LINE ...]'"
+    assert str(error.value) == f"the library's script line for rl_a is not {shape}: 'PRE | one'"
     with pytest.raises(RateLimitError) as error:
         _backend.scripts_from_library("-- script rl_a: PRE | one two | return 1\n-- part: one\n")
     assert str(error.value) == "the library's script line for rl_a names parts it lacks: two"

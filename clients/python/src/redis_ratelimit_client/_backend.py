@@ -93,7 +93,8 @@ def scripts_from_library(text: str) -> dict[str, str]:
     for name, recipe in recipes.items():
         fields = recipe.split(" | ")
         if len(fields) < 3 or len(fields) % 2 == 0:
-            raise RateLimitError(f"the library's script line for {name} is not 'LINE | PARTS | LINE [| PARTS | LINE ...]': {recipe!r}")
+            shape = "'LINE | PARTS | LINE [| PARTS | LINE ...]'"
+            raise RateLimitError(f"the library's script line for {name} is not {shape}: {recipe!r}")
         wanted = [part for field in fields[1::2] for part in field.split(" ")]
         missing = [part for part in wanted if part not in parts]
         if missing:
