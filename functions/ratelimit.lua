@@ -778,7 +778,6 @@ local function rate(keys, args, kept, alg, n, limiter, request, write, settings,
   local bytes = R.pcall('GET', key)
   -- A string, false (no key), or the error of another type.
   if bytes and bytes.err then return false end
-  bytes = bytes or nil
   local t = R.call('TIME')
   local now = t[1] * 1000000 + t[2]
   local blocked, remaining, retry, reset, value, ms = decide(bytes, now, q, mode, l1, l2, l3, l4, l5)
@@ -787,7 +786,7 @@ local function rate(keys, args, kept, alg, n, limiter, request, write, settings,
   -- starts, or the shadow switch.
   if not (blocked == 0 or (blocked == 1 and mode ~= 'wait' and mode ~= 'at_most' and not block
     and not (kept and kept.settings or settings()).shadow)) then
-    return false, bytes, now
+    return false, bytes or nil, now
   end
   if value and not peek then
     if value == true then R.call('DEL', key) else write(key, value, ms, kept, nil, nil, R) end

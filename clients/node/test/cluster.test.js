@@ -10,7 +10,7 @@ const { describe, it, before, after } = require("node:test");
 const { RateLimits, ServerError } = require("../lib");
 const { adapterFor } = require("../lib/adapters");
 const { librarySource, standaloneScripts } = require("../lib/lua");
-const { startCluster, cli } = require("./servers");
+const { startCluster, cli, cliWithLast } = require("./servers");
 const { CLUSTER_CLIENTS } = require("./clients");
 const { rateLimitSuite } = require("./suite");
 
@@ -65,7 +65,7 @@ for (const setup of CLUSTERS) {
 
         it("a primary without the library gets it at the search", { skip: setup.expected !== "functions" }, async () => {
           for (const node of cluster.nodes) cli(node.port, "FUNCTION", "FLUSH");
-          cli(cluster.nodes[0].port, "FUNCTION", "LOAD", /** @type {string} */ (librarySource()));
+          cliWithLast(cluster.nodes[0].port, /** @type {string} */ (librarySource()), "FUNCTION", "LOAD");
           const fresh = await connect(cluster.nodes[0].port); // the backend is kept per Redis client
           try {
             assert.equal(await new RateLimits(fresh.client).backend(), "functions");

@@ -134,4 +134,15 @@ function cli(port, ...args) {
   return execFileSync("redis-cli", ["-p", String(port), ...args]).toString();
 }
 
-module.exports = { startServer, startCluster, cli, ping, freePort, MODULE, REDIS, REDIS6, ROOT };
+/**
+ * redis-cli against a port with its last argument read from standard input
+ * (`-x`): the library is past the 128 KiB one command-line argument may hold.
+ * @param {number} port
+ * @param {string} last
+ * @param {...string} args
+ */
+function cliWithLast(port, last, ...args) {
+  return execFileSync("redis-cli", ["-p", String(port), "-x", ...args], { input: last }).toString();
+}
+
+module.exports = { startServer, startCluster, cli, cliWithLast, ping, freePort, MODULE, REDIS, REDIS6, ROOT };
