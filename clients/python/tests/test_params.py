@@ -4,6 +4,7 @@ nothing listens: any command sent would raise Unavailable instead."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -14,9 +15,12 @@ import redis.asyncio
 
 from redis_ratelimit_client import AsyncRateLimits, InvalidParameter, RateLimits, Unavailable
 
-from .servers import free_port
-
-NOWHERE = free_port()
+# A port held bound, never listening, for the whole run: a connection to it
+# is refused, and no server a later test starts on a free port can be given
+# it (a port only found free could be, and would answer).
+_HELD = socket.socket()
+_HELD.bind(("127.0.0.1", 0))
+NOWHERE = int(_HELD.getsockname()[1])
 limits = RateLimits(redis.Redis(port=NOWHERE))
 
 NAME_RULE = 'name must be a non-empty string of printable ASCII without ", \\, { or }'
