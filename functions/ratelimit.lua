@@ -1193,9 +1193,9 @@ local function renew(keys, args)
   return false
 end
 -- part: base
--- What every function runs behind: its one pass and its general path, each
--- called guarded. (A script reaches this part only in a call its one pass
--- did not answer: see `plain`.)
+-- How a function's failures are worded: its one pass is called with pcall
+-- and `failure`, its general path with `guard`. (A script reaches this part
+-- only in a call its one pass did not answer: see `plain`.)
 
 -- A failure as the module words it: a refusal (raised by `fail`, a table
 -- with its message) as its message, a server's error reply as it is, and
@@ -1214,11 +1214,10 @@ local function failure(result)
   return redis.error_reply('ERR internal error in the ratelimit library (the request was not applied)')
 end
 
--- body(...)'s results (a one pass answers at most three), or its failure
--- worded.
+-- body(...)'s reply, or its failure worded.
 local function guard(body, ...)
-  local ok, result, a, b = pcall(body, ...)
-  if ok then return result, a, b end
+  local ok, result = pcall(body, ...)
+  if ok then return result end
   return failure(result)
 end
 -- part: general
