@@ -30,11 +30,18 @@ Handler = Callable[[list[str]], Any]
 HANDSHAKE = {"HELLO", "CLIENT", "SELECT", "AUTH", "PING"}
 
 
-def encode(value: Any) -> bytes:
+def encode(value: Any, resp3: bool = False) -> bytes:
+    """``value`` in RESP2, or RESP3 where they differ (nil)."""
     if isinstance(value, Error):
         return f"-{value.message}\r\n".encode()
-    if isinstance(value, bool) or value is None:
+    if value is None:
+        return b"_\r\n" if resp3 else b"$-1\r\n"
+    if isinstance(value, bool):
         raise TypeError(f"no RESP form for {value!r} here")
+    if isinstance(value, dict) and set(value) == {"resp3_map"}:
+        # A RESP3 map (the contract's {"resp3_map": [name, value, ...]}).
+        flat = value["resp3_map"]
+        return b"%%%d\r\n" % (len(flat) // 2) + b"".join(encode(v, resp3) for v in flat)
     if isinstance(value, int):
         return f":{value}\r\n".encode()
     if isinstance(value, str):
@@ -42,7 +49,7 @@ def encode(value: Any) -> bytes:
     if isinstance(value, bytes):
         return b"$%d\r\n%s\r\n" % (len(value), value)
     if isinstance(value, (list, tuple)):
-        return b"*%d\r\n" % len(value) + b"".join(encode(v) for v in value)
+        return b"*%d\r\n" % len(value) + b"".join(encode(v, resp3) for v in value)
     raise TypeError(f"no RESP form for {value!r}")
 
 
@@ -118,11 +125,14 @@ class FakeRedis:
 
     def _serve(self, sock: socket.socket) -> None:
         reader = _Reader(sock)
+        resp3 = False
         try:
             while True:
                 args = reader.command()
                 if args is None:
                     return
+                if args[0].upper() == "HELLO" and len(args) > 1:
+                    resp3 = args[1] == "3"
                 if args[0].upper() in HANDSHAKE:
                     sock.sendall(self._handshake(args))
                     continue
@@ -134,7 +144,7 @@ class FakeRedis:
                 if answer is SILENT:
                     self._stopped.wait()
                     return
-                sock.sendall(encode(answer))
+                sock.sendall(encode(answer, resp3))
         except OSError:
             return
 

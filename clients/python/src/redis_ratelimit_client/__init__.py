@@ -25,6 +25,7 @@ from ._core import Key, rate_limit_headers
 from ._decision import Decision
 from ._errors import InvalidParameter, LimitExceeded, RateLimitError, ServerError, Unavailable
 from ._params import Duration
+from ._reading import Inspection, LogEntry, TagUnits
 from ._specs import RateSpec
 from ._sync import AllOf, Concurrency, Lease, Limiter, RateLimits
 from ._version import __version__
@@ -43,15 +44,18 @@ __all__ = [
     "Concurrency",
     "Decision",
     "Duration",
+    "Inspection",
     "InvalidParameter",
     "Key",
     "Lease",
     "LimitExceeded",
     "Limiter",
+    "LogEntry",
     "RateLimitError",
     "RateLimits",
     "RateSpec",
     "ServerError",
+    "TagUnits",
     "Unavailable",
     "__version__",
     "rate_limit_headers",

@@ -17,6 +17,7 @@ from ._decision import Decision
 from ._errors import InvalidParameter, LimitExceeded
 from ._io_async import AsyncDriver
 from ._params import Duration
+from ._reading import Inspection, LogEntry, TagUnits, inspect_call, log_call
 from ._specs import ConcurrencySpec, fixed_window, gcra, sliding_counter, sliding_log, token_bucket
 
 AsyncRedis = Union["redis.asyncio.Redis", "redis.asyncio.cluster.RedisCluster"]
@@ -102,6 +103,34 @@ class AsyncRateLimits:
         when released or ``timeout`` after it was taken or renewed."""
         return AsyncConcurrency(self, ConcurrencySpec(limit, timeout))
 
+    # -- reading a key ------------------------------------------------------
+
+    async def log(
+        self, key: Key, window: Duration, by_tag: bool = False, count: int | None = None
+    ) -> list[LogEntry] | list[TagUnits]:
+        """Who used the sliding log on ``key`` within the last ``window``
+        (reservations, in the future, included), changing nothing
+        (``RL.LOG``).
+
+        - By default, its entries, newest first: ``LogEntry(instant_us,
+          units, tag)``, one per instant and tag.
+        - ``by_tag=True``: the units per tag, most first:
+          ``TagUnits(tag, units)``; ``tag`` None for the untagged.
+        - ``count``: at most this many items (1 to 1,000,000,000).
+
+        A missing key answers ``[]``; a key of another limiter raises
+        ``ServerError``."""
+        return await self._run(log_call(self._calls, key, window, by_tag, count))
+
+    async def inspect(self, key: Key) -> Inspection | None:
+        """The state the limiter on ``key`` keeps, changing nothing
+        (``RL.INSPECT``): ``kind`` (``"gcra"``, ``"sliding_log"``...; None
+        when the key holds only a block), the kind's fields in integers
+        (``tat_us``; ``tokens``, ``updated_us``; ``entries``, ``tagged``,
+        ``oldest_us``, ``newest_us``...), ``blocked_until_us`` when a block
+        was set, and ``pttl`` (-1: no expiry). None for a missing key."""
+        return await self._run(inspect_call(self._calls, key))
+
     # -- the backend and the connections ------------------------------------
 
     async def backend(self) -> str:
@@ -143,6 +172,7 @@ class AsyncLimiter(LimiterBase):
         wait: Duration | None = None,
         at_most: bool = False,
         block: Duration | None = None,
+        tag: str | bytes | None = None,
     ) -> Decision:
         """Take ``n`` units (0: a query) from the limit on ``key``.
 
@@ -154,8 +184,12 @@ class AsyncLimiter(LimiterBase):
         - ``at_most``: take as many units as are free, up to ``n``
           (``granted`` says how many).
         - ``block``: when refused, block the key for this duration.
+        - ``tag``: who takes them (1 to 1,024 bytes; a str is sent in
+          UTF-8; the server's cap, ``tag_max_bytes``, is 64 by default):
+          each entry a sliding log records carries it, for ``log``. Sliding
+          logs only (the server refuses it elsewhere).
         """
-        call = self._take(key, n, peek=peek, force=force, wait=wait, at_most=at_most, block=block)
+        call = self._take(key, n, peek=peek, force=force, wait=wait, at_most=at_most, block=block, tag=tag)
         return await self._client._run(call)
 
     async def peek(self, key: Key, n: int = 1) -> Decision:
@@ -197,11 +231,13 @@ class AsyncAllOf(AllOfBase):
         wait: Duration | None = None,
         at_most: bool = False,
         block: Duration | None = None,
+        tag: str | bytes | None = None,
     ) -> Decision:
         """Take ``n`` units from every limit, or from none; the options are
-        those of ``Limiter.take``, applied to every limit. ``binding`` is
-        the position (1-based) of the limit the decision reports."""
-        call = self._take(keys, n, peek=peek, force=force, wait=wait, at_most=at_most, block=block)
+        those of ``Limiter.take``, applied to every limit (``tag`` to its
+        sliding logs). ``binding`` is the position (1-based) of the limit
+        the decision reports."""
+        call = self._take(keys, n, peek=peek, force=force, wait=wait, at_most=at_most, block=block, tag=tag)
         return await self._client._run(call)
 
     async def peek(self, keys: Sequence[Key], n: int = 1) -> Decision:

@@ -85,7 +85,10 @@ def rate_call(
     at_most = bool(opts.get("at_most"))
     # Plain: n units, with or without BLOCK (a block's refusal lasts until
     # the block's end, which its retry_after says).
-    plain = n > 0 and calls.refusals is not None and (len(args) == 2 or (len(args) == 4 and args[2] == "BLOCK"))
+    # A tag changes nothing in a refusal (a refused take logs nothing):
+    # it is remembered with the tag, in the take's arguments.
+    bare = args[:-2] if len(args) > 2 and args[-2] == "TAG" else args
+    plain = n > 0 and calls.refusals is not None and (len(bare) == 2 or (len(bare) == 4 and bare[2] == "BLOCK"))
     return calls.decide(
         command,
         function,

@@ -34,6 +34,9 @@ MAX_TIMEOUT_MS = 60_000
 DEFAULT_TIMEOUT_MS = 250
 MAX_LOCAL_REFUSALS = 1_000_000
 MAX_LIMITERS = 100
+# A tag's bytes (RL.SLIDING_LOG, RL.ALL): the server's tag_max_bytes
+# (default 64) is at most this much; the server answers for the setting.
+MAX_TAG_BYTES = 1024
 
 _ONE_MS = timedelta(milliseconds=1)
 _ONE_US = timedelta(microseconds=1)
@@ -102,6 +105,21 @@ def check_key(key: object) -> None:
         raise InvalidParameter("key must be a non-empty string")
 
 
+def check_tag(tag: object) -> str | bytes:
+    """A tag (``TAG``): a str (sent in UTF-8) or bytes, of 1 to 1,024
+    bytes. Never cut short: two tags that share their first bytes would
+    become one."""
+    if isinstance(tag, str):
+        size = len(tag.encode("utf-8", "surrogatepass"))
+    elif isinstance(tag, bytes):
+        size = len(tag)
+    else:
+        raise InvalidParameter(f"tag must be a str or bytes, got {type(tag).__name__}")
+    if size < 1 or size > MAX_TAG_BYTES:
+        raise InvalidParameter(f"tag must be from 1 to {MAX_TAG_BYTES} bytes, got {size} bytes")
+    return tag
+
+
 def quantity(n: object) -> int:
     """A request's quantity: 0 (a query) to 1,000,000,000."""
     return to_count("n", n, 0, MAX_COUNT)
@@ -115,15 +133,17 @@ def options(
     at_most: bool = False,
     block: Duration | None = None,
     refund: bool = False,
+    tag: str | bytes | None = None,
 ) -> tuple[object, ...]:
     """The quantity and options of a rate call, after its parameters, in
-    the contract's order: n MS PEEK REFUND FORCE WAIT ms AT_MOST BLOCK ms.
+    the contract's order: n MS PEEK REFUND FORCE WAIT ms AT_MOST BLOCK ms
+    TAG value.
 
     Which options go together is the server's rule (it answers a syntax
     error naming both): the client does not keep a second copy of it.
     """
     # The plain request first: it is almost every call.
-    plain = not (peek or force or at_most or refund) and wait is None and block is None
+    plain = not (peek or force or at_most or refund) and wait is None and block is None and tag is None
     if plain and type(n) is int and 0 <= n <= MAX_COUNT:
         return (n, "MS")
     quantity(n)
@@ -140,6 +160,8 @@ def options(
         args.append("AT_MOST")
     if block is not None:
         args += ["BLOCK", to_ms("block", block)]
+    if tag is not None:
+        args += ["TAG", check_tag(tag)]
     return tuple(args)
 
 

@@ -10,7 +10,9 @@ FastAPI, or any ASGI framework).
     app.add_middleware(RateLimitMiddleware, limiter=limits.gcra(rate=10, per=1, burst=20))
 
 Each request is keyed by ``key(scope)`` (the client's address by default;
-return None to let a request through unlimited). A refused request is
+return None to let a request through unlimited), and may be tagged by
+``tag(scope)`` (who, within that key, made it: a user id), which sliding
+logs record for ``log(key, window, by_tag=True)``. A refused request is
 answered ``429`` with ``Retry-After`` and the IETF ``RateLimit-Policy`` and
 ``RateLimit`` headers (draft-ietf-httpapi-ratelimit-headers-10); an allowed
 one goes to the app, and its response carries the two RateLimit headers
@@ -43,7 +45,7 @@ from typing import Any
 from ._async import AsyncAllOf, AsyncLimiter
 from ._decision import Decision, failed_open
 from ._errors import InvalidParameter, RateLimitError, Unavailable
-from ._params import quantity
+from ._params import check_tag, quantity
 
 log = logging.getLogger("redis_ratelimit_client")
 
@@ -53,6 +55,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 ScopeKey = Callable[[Scope], str | Awaitable[str | None] | None]
+ScopeTag = Callable[[Scope], str | bytes | Awaitable[str | bytes | None] | None]
 Limiters = AsyncLimiter | AsyncAllOf | Sequence[AsyncLimiter]
 
 TOO_MANY = b"too many requests\n"
@@ -110,11 +113,34 @@ def check_options(prefix: object, fail_open: object) -> None:
         raise InvalidParameter(f"fail_open must be True, False or None (the client's), got {type(fail_open).__name__}")
 
 
+TAG_WITHOUT_LOG = "tag: none of the limits is a sliding_log, the one kind that records a tag"
+
+
+def check_tag_function(tag: object, limiter: AsyncLimiter | AsyncAllOf, of: str) -> None:
+    """A tag function: callable, and a sliding log among the limits (no
+    other limit records a tag: it would be sent for nothing)."""
+    if tag is None:
+        return
+    if not callable(tag):
+        raise InvalidParameter(f"tag must be a function of {of}, or None, got {type(tag).__name__}")
+    specs = limiter.specs if isinstance(limiter, AsyncAllOf) else (limiter.spec,)
+    if not any(spec.algorithm == "SLIDING_LOG" for spec in specs):
+        raise InvalidParameter(TAG_WITHOUT_LOG)
+
+
+async def value_of(function: Callable[[Any], Any], arg: Any) -> Any:
+    """A key or tag function's answer, awaited when it is a coroutine's."""
+    value = function(arg)
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
 class Guard:
     """What the middleware and the FastAPI dependency share: the keys, the
-    decision under the failure policy, the start-up check."""
+    tag, the decision under the failure policy, the start-up check."""
 
-    __slots__ = ("checked", "cost", "fail_open", "limiter", "prefix")
+    __slots__ = ("checked", "cost", "fail_open", "limiter", "prefix", "tags")
 
     def __init__(self, limiter: Limiters, cost: int, prefix: str, fail_open: bool | None) -> None:
         self.limiter = check_limiter(limiter)
@@ -123,15 +149,21 @@ class Guard:
         self.prefix = prefix
         self.fail_open = fail_open
         self.checked = False
+        # Whether a tag goes on the wire: a sliding log alone, or RL.ALL.
+        self.tags = isinstance(self.limiter, AsyncAllOf) or self.limiter.spec.algorithm == "SLIDING_LOG"
 
     def policy_open(self) -> bool:
         return self.limiter._client.fail_open if self.fail_open is None else self.fail_open
 
-    async def decide(self, identity: str) -> Decision:
-        """The decision for ``identity``: Unavailable when failing closed, a
-        failed-open decision when failing open, ServerError raised."""
+    async def decide(self, identity: str, tag: str | bytes | None = None) -> Decision:
+        """The decision for ``identity``, tagged ``tag`` (None: untagged):
+        Unavailable when failing closed, a failed-open decision when failing
+        open, ServerError raised; a tag out of range raises
+        InvalidParameter, nothing sent."""
         limiter = self.limiter
         keys = limiter_keys(limiter, identity, self.prefix)
+        if tag is not None:
+            check_tag(tag)
         if not self.checked:
             try:
                 await self.check()
@@ -143,10 +175,11 @@ class Guard:
                 return failed_open(
                     limiter.specs[0].quota if isinstance(limiter, AsyncAllOf) else limiter.spec.quota, self.cost
                 )
+        tagged = {"tag": tag} if tag is not None and self.tags else {}
         if isinstance(limiter, AsyncAllOf):
-            call = limiter._take(keys, self.cost, fail_open=self.fail_open)
+            call = limiter._take(keys, self.cost, fail_open=self.fail_open, **tagged)
         else:
-            call = limiter._take(keys[0], self.cost, fail_open=self.fail_open)
+            call = limiter._take(keys[0], self.cost, fail_open=self.fail_open, **tagged)
         decision: Decision = await limiter._client._run(call)
         if decision.failed_open:
             log.warning("rate limiter unavailable: failing open")
@@ -197,6 +230,13 @@ class RateLimitMiddleware:
     - ``key``: ``key(scope)`` names who is limited (default: the client's
       address); it may be a coroutine function; None lets the request
       through, unlimited and without headers.
+    - ``tag``: ``tag(scope)`` (may be a coroutine function) names who made
+      the request within its key (a user id), sent as ``TAG`` to the
+      sliding logs among the limits, which record it: ``log(key, window,
+      by_tag=True)`` then says who used the limit. None: untagged. A tag
+      is 1 to 1,024 bytes (the server's cap, 64 by default): another is
+      raised (a 500), never cut short. A tag function where no limit is a
+      sliding log raises InvalidParameter here.
     - ``cost``: units each request takes (default 1).
     - ``prefix``: the Redis keys are ``{prefix}{<identity>}:<name>``
       (default ``"ratelimit:"``).
@@ -214,6 +254,7 @@ class RateLimitMiddleware:
         cost: int = 1,
         prefix: str = "ratelimit:",
         fail_open: bool | None = None,
+        tag: ScopeTag | None = None,
     ) -> None:
         self.app = app
         self._guard = Guard(limiter, cost, prefix, fail_open)
@@ -221,6 +262,8 @@ class RateLimitMiddleware:
         if not callable(key):
             raise InvalidParameter(f"key must be a function of the ASGI scope, got {type(key).__name__}")
         self.key = key
+        check_tag_function(tag, self.limiter, "the ASGI scope")
+        self.tag = tag
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -229,14 +272,13 @@ class RateLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        identity = self.key(scope)
-        if inspect.isawaitable(identity):
-            identity = await identity
+        identity = await value_of(self.key, scope)
         if identity is None:
             await self.app(scope, receive, send)
             return
+        tag = None if self.tag is None else await value_of(self.tag, scope)
         try:
-            decision = await self._guard.decide(str(identity))
+            decision = await self._guard.decide(str(identity), tag)
         except Unavailable as error:
             log.warning("%s: answering 503", error)
             await _answer(send, 503, [(b"retry-after", b"1")], UNAVAILABLE_BODY)

@@ -29,16 +29,16 @@ limiter the server refuses.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable
 
 from fastapi import HTTPException, Request, Response
 
 from ._decision import Decision
 from ._errors import InvalidParameter, Unavailable
-from .asgi import Guard, Limiters, log
+from .asgi import Guard, Limiters, check_tag_function, log, value_of
 
 RequestKey = Callable[[Request], str | Awaitable[str | None] | None]
+RequestTag = Callable[[Request], str | bytes | Awaitable[str | bytes | None] | None]
 
 
 def request_ip(request: Request) -> str:
@@ -50,7 +50,7 @@ class RateLimitDependency:
     """A dependency that rate limits the routes it is attached to.
 
     The parameters are those of ``RateLimitMiddleware``, except that
-    ``key`` is a function of the FastAPI ``Request``.
+    ``key`` and ``tag`` are functions of the FastAPI ``Request``.
     """
 
     def __init__(
@@ -61,12 +61,15 @@ class RateLimitDependency:
         cost: int = 1,
         prefix: str = "ratelimit:",
         fail_open: bool | None = None,
+        tag: RequestTag | None = None,
     ) -> None:
         self._guard = Guard(limiter, cost, prefix, fail_open)
         self.limiter = self._guard.limiter
         if not callable(key):
             raise InvalidParameter(f"key must be a function of the request, got {type(key).__name__}")
         self.key = key
+        check_tag_function(tag, self.limiter, "the request")
+        self.tag = tag
 
     async def check(self) -> None:
         """Try the limiters once without taking anything (a ``PEEK`` on the
@@ -76,13 +79,12 @@ class RateLimitDependency:
         await self._guard.check()
 
     async def __call__(self, request: Request, response: Response) -> Decision | None:
-        identity = self.key(request)
-        if inspect.isawaitable(identity):
-            identity = await identity
+        identity = await value_of(self.key, request)
         if identity is None:
             return None
+        tag = None if self.tag is None else await value_of(self.tag, request)
         try:
-            decision = await self._guard.decide(str(identity))
+            decision = await self._guard.decide(str(identity), tag)
         except Unavailable as error:
             log.warning("%s: answering 503", error)
             raise HTTPException(503, "rate limiter unavailable", headers={"Retry-After": "1"}) from error
