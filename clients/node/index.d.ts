@@ -25,7 +25,36 @@ export interface TakeOptions {
   atMost?: boolean;
   /** When refused, block the key this long: every request on it is refused until then. */
   block?: Duration;
+  /** Who takes the units (1 to 1,024 bytes in UTF-8; the server's cap, tag_max_bytes, is 64 by default): each entry a sliding log records carries it, for `log()`. Sliding logs and allOf only (the server refuses it elsewhere). */
+  tag?: string;
 }
+
+/** Options of `log`. */
+export interface LogOptions {
+  /** The units per tag instead of the entries. */
+  byTag?: boolean;
+  /** At most this many items (1 to 1,000,000,000). */
+  count?: number;
+}
+
+/** Units a sliding log holds at one instant under one tag. */
+export interface LogEntry {
+  /** When they were taken (or reserved: a future instant), in microseconds since the Unix epoch, the server's clock. */
+  instantUs: number;
+  units: number;
+  /** The `tag` of the calls that took them (read as UTF-8), null for none. */
+  tag: string | null;
+}
+
+/** The units a sliding log holds under one tag, within the window. */
+export interface TagUnits {
+  /** Null: the units taken without a tag. */
+  tag: string | null;
+  units: number;
+}
+
+/** `inspect`'s fields by name: `kind` ("gcra", "token_bucket", "fixed", "sliding_log", "sliding_counter", "concurrency"; null when the key holds only a block), the kind's fields (`tat_us`; `tokens`, `updated_us`; `window_start_us`, `count`; `entries`, `tagged`, `oldest_us`, `newest_us`; `window_start_us`, `previous`, `current`; `leases`, `units`, `next_deadline_us`, `last_id`), `blocked_until_us` when a block was set, and `pttl` (ms, -1 for no expiry); integers, or null where the server says nil. */
+export type Inspection = { kind: string | null; pttl: number } & Record<string, number | string | null>;
 
 /** The decision of one call. Durations are milliseconds. */
 export declare class Result {
@@ -221,6 +250,13 @@ export declare class RateLimits {
   slidingCounter(options: WindowOptions): Limiter;
   allOf(...limiters: Limiter[]): AllOf;
   concurrency(options: ConcurrencyOptions): Concurrency;
+  /** Who used the sliding log on `key` within the last `window` (reservations included), changing nothing (RL.LOG): its entries, newest first, one per instant and tag; a missing key answers []. Rejects with ServerError for a key of another limiter. */
+  log(key: string, window: Duration, options?: LogOptions & { byTag?: false }): Promise<LogEntry[]>;
+  /** With `byTag`: the units per tag, most first (ties by the tag's bytes, the untagged first). */
+  log(key: string, window: Duration, options: LogOptions & { byTag: true }): Promise<TagUnits[]>;
+  log(key: string, window: Duration, options?: LogOptions): Promise<LogEntry[] | TagUnits[]>;
+  /** The state the limiter on `key` keeps, changing nothing (RL.INSPECT); null for a missing key. The module's RESP3 map and the flat array read alike. */
+  inspect(key: string): Promise<Inspection | null>;
 }
 
 /** The base of every error of this library. */
@@ -264,6 +300,8 @@ export interface MiddlewareOptions<Req = any> {
   onError?: (err: unknown, req: Req | null) => void;
   /** The 429's body (default "too many requests\n"). */
   message?: string;
+  /** Who made the request within its identity (a user id): sent as TAG to the sliding logs among the limits (a slidingLog, or an allOf's), which record it for `log(key, window, { byTag: true })`; null or undefined: untagged. A tag of 0 or more than 1,024 bytes goes to `next(err)` (InvalidParameter), one past the server's cap (64 bytes by default) too (ServerError): never cut short. Refused (InvalidParameter) when no limit is a sliding log. */
+  tag?: (req: Req) => string | null | undefined;
 }
 
 /** The middleware, and its start-up check. */

@@ -9,6 +9,7 @@ const { Deadlines } = require("./deadline");
 
 /** @typedef {import("./deadline").Deadline} Deadline */
 const limiters = require("./limiters");
+const { logArgs, logEntries, tagTotals, inspection } = require("./reading");
 
 /** The client's version: the functions library it loads answers the same from rl_version. */
 const VERSION = require("../package.json").version;
@@ -43,6 +44,8 @@ const MODULE_COMMANDS = {
   concurrency: "RL.CONCURRENCY",
   release: "RL.RELEASE",
   renew: "RL.RENEW",
+  log: "RL.LOG",
+  inspect: "RL.INSPECT",
 };
 
 /** @param {unknown} err @param {RegExp} pattern */
@@ -314,6 +317,39 @@ class RateLimits {
       if (!replyMatches(err, NOSCRIPT)) throw err;
       return send(["SCRIPT", "LOAD", script.source]).then(() => send(command));
     });
+  }
+
+  /**
+   * Who used the sliding log on `key` within the last `window` (ms or a
+   * duration string; reservations, in the future, included), changing
+   * nothing (`RL.LOG`). By default its entries, newest first, one per
+   * instant and tag: `{instantUs, units, tag}`; with `byTag`, the units per
+   * tag, most first: `{tag, units}`, `tag` null for the untagged. `count`:
+   * at most this many items. A missing key answers `[]`; a key of another
+   * limiter rejects with ServerError. Tags are read as UTF-8 strings.
+   * @param {string} key
+   * @param {number | string} window
+   * @param {import("./reading").LogOptions} [options]
+   * @returns {Promise<any[]>}
+   */
+  log(key, window, options) {
+    const keys = [limiters.checkKey(key)];
+    const args = logArgs(window, options);
+    return this.run("log", keys, args, options?.byTag ? tagTotals : logEntries);
+  }
+
+  /**
+   * The state the limiter on `key` keeps, changing nothing (`RL.INSPECT`):
+   * `kind` ("gcra", "sliding_log", ...; null when the key holds only a
+   * block), the kind's fields as integers (`tat_us`; `tokens`,
+   * `updated_us`; `entries`, `tagged`, `oldest_us`, `newest_us`; ...),
+   * `blocked_until_us` when a block was set, `pttl` (-1: no expiry). Null
+   * for a missing key. The module's RESP3 map and the flat array read alike.
+   * @param {string} key
+   * @returns {Promise<Record<string, number | string | null> | null>}
+   */
+  inspect(key) {
+    return this.run("inspect", [limiters.checkKey(key)], [], inspection);
   }
 
   /**

@@ -2,6 +2,7 @@
 
 const { toInt, toMs, checkOptions } = require("./duration");
 const { InvalidParameter, LeaseRefusedError, Unavailable } = require("./errors");
+const { checkTag } = require("./reading");
 
 const MAX_COUNT = 1_000_000_000;
 const MAX_MS = 1_000_000_000_000;
@@ -24,6 +25,10 @@ const NAME_WORDS = 'name must be a non-empty string of printable ASCII without "
  *   fits within this long, with `retryAfter` the time to wait before the work
  * @property {boolean} [atMost] take as many units as allowed, up to `n`
  * @property {number | string} [block] when refused, block the key this long
+ * @property {string} [tag] who takes the units (1 to 1,024 bytes in UTF-8;
+ *   the server's cap is 64 by default): each entry a sliding log records
+ *   carries it, for `log()`. Sliding logs and allOf only (the server refuses
+ *   it elsewhere).
  */
 
 /** @typedef {{rate: number, per: number | string, burst?: number, name?: string}} GcraOptions */
@@ -31,7 +36,7 @@ const NAME_WORDS = 'name must be a non-empty string of printable ASCII without "
 /** @typedef {{limit: number, window: number | string, name?: string}} WindowOptions */
 /** @typedef {{limit: number, timeout: number | string, name?: string}} ConcurrencyOptions */
 
-const TAKE_OPTIONS = ["peek", "refund", "force", "wait", "atMost", "block"];
+const TAKE_OPTIONS = ["peek", "refund", "force", "wait", "atMost", "block", "tag"];
 
 /**
  * The arguments after the parameters: quantity, MS and the options.
@@ -49,12 +54,15 @@ function optionArgs(n, options) {
   if (options.wait !== undefined && options.wait !== null) args.push("WAIT", String(toMs(options.wait, "wait", 0, MAX_MS)));
   if (options.atMost) args.push("AT_MOST");
   if (options.block !== undefined && options.block !== null) args.push("BLOCK", String(toMs(options.block, "block", 1, MAX_MS)));
+  if (options.tag !== undefined && options.tag !== null) args.push("TAG", checkTag(options.tag));
   return args;
 }
 
 /**
  * A take that the local memory of refusals may answer: no peek, refund,
- * force, wait or atMost (each changes what a refusal means), n above 0.
+ * force, wait or atMost (each changes what a refusal means), n above 0. A
+ * tag changes nothing in a refusal (a refused take logs nothing): it is
+ * remembered with the tag, in the take's arguments.
  * @param {number} n @param {TakeOptions | undefined} options
  */
 function plain(n, options) {
@@ -585,4 +593,4 @@ class Concurrency {
   }
 }
 
-module.exports = { Result, Limiter, AllOf, Concurrency, Lease, gcra, tokenBucket, window, NAME_WORDS };
+module.exports = { Result, Limiter, AllOf, Concurrency, Lease, gcra, tokenBucket, window, checkKey, NAME_WORDS };

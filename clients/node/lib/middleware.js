@@ -58,9 +58,16 @@ function rateLimitHeaders(limiter, result) {
  * @property {(err: unknown, req: any) => void} [onError] told of each Unavailable
  *   (`req` null for the start-up check)
  * @property {string} [message] the 429's body (default `"too many requests\n"`)
+ * @property {(req: any) => string | null | undefined} [tag] who made the request
+ *   within its identity (a user id): sent as `TAG` to the sliding logs among the
+ *   limits, which record it for `limits.log(key, window, { byTag: true })`;
+ *   null or undefined: untagged. A tag is 1 to 1,024 bytes in UTF-8 (the
+ *   server's cap is 64 by default): another goes to `next(err)`, never cut
+ *   short. Refused when no limit is a sliding log.
  */
 
-const MIDDLEWARE_OPTIONS = ["limiter", "key", "cost", "prefix", "failOpen", "onError", "message"];
+const MIDDLEWARE_OPTIONS = ["limiter", "key", "cost", "prefix", "failOpen", "onError", "message", "tag"];
+const TAG_WITHOUT_LOG = "tag: none of the limits is a sliding_log, the one kind that records a tag";
 
 /** @param {any} req @returns {string | undefined} */
 function clientAddress(req) {
@@ -92,7 +99,7 @@ function clientAddress(req) {
 function rateLimit(options) {
   if (options === null || typeof options !== "object") throw new InvalidParameter("rateLimit: options must be an object with a limiter");
   checkOptions(options, "rateLimit", MIDDLEWARE_OPTIONS);
-  const { limiter, key = clientAddress, cost = 1, prefix = "ratelimit:", failOpen, onError } = options;
+  const { limiter, key = clientAddress, cost = 1, prefix = "ratelimit:", failOpen, onError, tag } = options;
   const message = options.message ?? "too many requests\n";
   if (!(limiter instanceof Limiter) && !(limiter instanceof AllOf)) {
     throw new InvalidParameter("rateLimit: limiter must be a limiter or an allOf(...) of limiters");
@@ -105,6 +112,13 @@ function rateLimit(options) {
   if (failOpen !== undefined && typeof failOpen !== "boolean") throw new InvalidParameter("rateLimit: failOpen must be true or false");
   if (onError !== undefined && typeof onError !== "function") throw new InvalidParameter("rateLimit: onError must be a function");
   const parts = partsOf(limiter);
+  if (tag !== undefined && tag !== null) {
+    if (typeof tag !== "function") throw new InvalidParameter("rateLimit: tag must be a function of the request");
+    if (!parts.some((p) => p.fn === "sliding_log")) throw new InvalidParameter(TAG_WITHOUT_LOG);
+  }
+  // Where a tag goes on the wire: a sliding log alone, or RL.ALL (which
+  // tags its sliding logs and leaves its other limits be).
+  const tags = typeof tag === "function" && (limiter instanceof AllOf || limiter.fn === "sliding_log");
   const names = parts.map((p) => p.name);
   const twice = names.find((n, i) => names.indexOf(n) !== i);
   if (twice !== undefined) throw new InvalidParameter(`two limiters are named '${twice}': give each its own name`);
@@ -113,10 +127,11 @@ function rateLimit(options) {
 
   /** @type {any} */
   const middleware = function rateLimitMiddleware(/** @type {any} */ req, /** @type {any} */ res, /** @type {(err?: unknown) => void} */ next) {
-    let id, n;
+    let id, n, who;
     try {
       id = key(req);
       n = typeof cost === "function" ? cost(req) : cost;
+      who = tags ? /** @type {Function} */ (tag)(req) : undefined;
     } catch (err) {
       next(err);
       return;
@@ -129,7 +144,7 @@ function rateLimit(options) {
     const open = failOpen ?? limits.failOpen;
     let decided;
     try {
-      decided = limiter._take(keys, n, undefined, false);
+      decided = limiter._take(keys, n, who === undefined || who === null ? undefined : { tag: who }, false);
     } catch (err) {
       next(err);
       return;

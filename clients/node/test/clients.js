@@ -47,6 +47,20 @@ const CLIENTS = {
 };
 
 /** @param {any} lib @returns {(port: number) => Promise<Connection>} */
+const nodeRedisResp3 = (lib) => async (port) => {
+  const client = lib.createClient({ RESP: 3, socket: { host: HOST, port, reconnectStrategy: RECONNECT } });
+  client.on("error", () => {});
+  await client.connect();
+  return { client, close: async () => (client.destroy ? client.destroy() : client.disconnect()) };
+};
+
+/** The clients that speak RESP3 (node-redis 5 and later), by the name of the same client speaking RESP2. @type {Record<string, (port: number) => Promise<Connection>>} */
+const RESP3_CLIENTS = {
+  "node-redis 6": nodeRedisResp3(redis6),
+  "node-redis 5": nodeRedisResp3(redis5),
+};
+
+/** @param {any} lib @returns {(port: number) => Promise<Connection>} */
 const nodeRedisCluster = (lib) => async (port) => {
   const client = lib.createCluster({ rootNodes: [{ url: `redis://${HOST}:${port}` }] });
   client.on("error", () => {});
@@ -66,4 +80,4 @@ const CLUSTER_CLIENTS = {
   "node-redis 4 cluster": nodeRedisCluster(redis4),
 };
 
-module.exports = { CLIENTS, CURRENT, CLUSTER_CLIENTS, RECONNECT };
+module.exports = { CLIENTS, CURRENT, CLUSTER_CLIENTS, RESP3_CLIENTS, RECONNECT };

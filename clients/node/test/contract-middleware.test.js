@@ -140,6 +140,40 @@ describe("contract, middleware.json", () => {
     });
   }
 
+  /** A case's tag: a string, null, or {repeat, times}. @param {any} tag */
+  const tagOf = (tag) => (tag !== null && typeof tag === "object" ? tag.repeat.repeat(tag.times) : tag);
+
+  for (const c of contract.tags) {
+    it(`tags: ${c.name}`, async () => {
+      const mw = await middleware(c.limiters, { key: () => c.identity, tag: () => tagOf(c.tag) });
+      respond = (args) => ("reply_error" in c && args.includes("TAG") ? { error: c.reply_error } : c.reply ?? { error: "ERR nothing may be sent" });
+      /** @type {unknown} */
+      const outcome = await new Promise((resolve) => {
+        const res = { setHeader() {}, end: () => resolve("answered") };
+        mw(/** @type {any} */ ({}), res, (/** @type {unknown} */ err) => resolve(err ?? "next"));
+      });
+      if (c.status === "app") {
+        assert.equal(outcome, "next");
+        assert.deepEqual(server.record, [c.sent]);
+        return;
+      }
+      assert.equal(c.status, 500);
+      assert.ok(outcome instanceof (c.raised === "ServerError" ? ServerError : InvalidParameter), String(outcome));
+      if (c.message) assert.equal(/** @type {Error} */ (outcome).message, c.message);
+      if (c.sent === null) assert.deepEqual(server.record, []);
+    });
+  }
+
+  for (const inv of contract.tag_invalid) {
+    it(`tag_invalid: ${inv.name}`, () => {
+      const limits = new RateLimits(conn.client, { backend: "module" });
+      assert.throws(
+        () => rateLimit({ limiter: limiterOf(limits, inv.limiters), tag: () => "user:42" }),
+        (err) => err instanceof InvalidParameter && err.message === inv.message,
+      );
+    });
+  }
+
   for (const inv of contract.invalid) {
     it(`invalid: ${inv.name}`, () => {
       const limits = new RateLimits(conn.client, { backend: "module" });

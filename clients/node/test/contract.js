@@ -28,6 +28,7 @@ const forNode = (cases) => cases.filter((c) => !c.languages || c.languages.inclu
  * @returns {any}
  */
 function makeLimiter(limits, spec) {
+  if (spec === null) return limits; // a reading (log, inspect): the client's own
   if (spec.kind === "all_of") return limits.allOf(...spec.limiters.map((/** @type {any} */ s) => makeLimiter(limits, s)));
   /** @type {Record<string, unknown>} */
   const options = {};
@@ -59,7 +60,7 @@ function callOptions(call) {
   /** @type {Record<string, unknown>} */
   const options = {};
   for (const [field, value] of Object.entries(call.options ?? {})) {
-    const name = field === "at_most" ? "atMost" : field.endsWith("_ms") ? field.slice(0, -3) : field;
+    const name = field === "at_most" ? "atMost" : field === "by_tag" ? "byTag" : field.endsWith("_ms") ? field.slice(0, -3) : field;
     options[name] = value;
   }
   return Object.keys(options).length > 0 ? options : undefined;
@@ -85,6 +86,10 @@ function perform(limiter, call) {
       return limiter.renew(key, call.lease, call.timeout_ms);
     case "check":
       return limiter.check();
+    case "log":
+      return limiter.log(call.keys[0], call.window_ms, callOptions(call));
+    case "inspect":
+      return limiter.inspect(call.keys[0]);
     default:
       throw new Error(`contract: unknown op ${call.op}`);
   }
@@ -114,6 +119,10 @@ function decisionOf(r, withLease) {
 /** What a call answers, in the contract's words: a decision, or `result`. @param {any} c @param {any} answer */
 function answerOf(c, answer) {
   if ("decision" in c) return decisionOf(answer, "lease" in c.decision);
+  if (c.call?.op === "log") {
+    // instantUs is the contract's instant_us.
+    return answer.map((/** @type {any} */ item) => ("instantUs" in item ? { instant_us: item.instantUs, units: item.units, tag: item.tag } : item));
+  }
   return answer === undefined ? null : answer;
 }
 

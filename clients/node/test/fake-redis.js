@@ -20,13 +20,15 @@ const HANDSHAKE = new Set(["HELLO", "CLIENT", "INFO", "SELECT", "AUTH", "READONL
 const NO_ANSWER = Symbol("no answer");
 const CLOSE = Symbol("close");
 
-/** @param {any} value @returns {string} */
-function encode(value) {
-  if (value === null || value === undefined) return "$-1\r\n";
+/** `value` in RESP2, or in RESP3 where they differ (nil). @param {any} value @param {boolean} [resp3] @returns {string} */
+function encode(value, resp3 = false) {
+  if (value === null || value === undefined) return resp3 ? "_\r\n" : "$-1\r\n";
   if (typeof value === "number" || typeof value === "bigint") return `:${value}\r\n`;
   if (typeof value === "string") return `$${Buffer.byteLength(value)}\r\n${value}\r\n`;
-  if (Array.isArray(value)) return `*${value.length}\r\n${value.map(encode).join("")}`;
-  if (Array.isArray(value.map)) return `%${value.map.length / 2}\r\n${value.map.map(encode).join("")}`;
+  const each = (/** @type {any[]} */ values) => values.map((v) => encode(v, resp3)).join("");
+  if (Array.isArray(value)) return `*${value.length}\r\n${each(value)}`;
+  if (Array.isArray(value.map)) return `%${value.map.length / 2}\r\n${each(value.map)}`;
+  if (Array.isArray(value.resp3_map)) return `%${value.resp3_map.length / 2}\r\n${each(value.resp3_map)}`;
   if (typeof value.error === "string") return `-${value.error}\r\n`;
   if (typeof value.status === "string") return `+${value.status}\r\n`;
   throw new Error(`fake-redis: cannot encode ${JSON.stringify(value)}`);
@@ -111,6 +113,7 @@ function fakeRedis(handler) {
     socket.on("close", () => sockets.delete(socket));
     socket.on("error", () => {});
     let pending = Buffer.alloc(0);
+    let resp3 = false;
     socket.on("data", (data) => {
       const { commands, rest } = parse(Buffer.concat([pending, data]));
       pending = rest;
@@ -118,6 +121,7 @@ function fakeRedis(handler) {
         if (socket.destroyed) return;
         let answer;
         if (HANDSHAKE.has(args[0].toUpperCase())) {
+          if (args[0].toUpperCase() === "HELLO" && args.length > 1) resp3 = args[1] === "3";
           answer = handshake(args);
         } else {
           record.push(args);
@@ -128,7 +132,7 @@ function fakeRedis(handler) {
           socket.destroy();
           return;
         }
-        socket.write(encode(answer));
+        socket.write(encode(answer, resp3));
       }
     });
   });

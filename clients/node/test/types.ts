@@ -15,6 +15,9 @@ import {
   type Result,
   type Lease,
   type Backend,
+  type LogEntry,
+  type TagUnits,
+  type Inspection,
 } from "..";
 
 async function usage(): Promise<void> {
@@ -36,7 +39,19 @@ async function usage(): Promise<void> {
   const n: number = await jobs.withLease("jobs", async (l) => l.remaining);
   await using held = await jobs.acquire("jobs");
   const app = express();
-  const mw = rateLimit({ limiter: both, key: (req: express.Request) => req.get("x-client-id"), onError: (err) => console.warn(err) });
+  await both.take(["{user:42}:a", "{user:42}:b"], 1, { tag: "user:42" });
+  const entries: LogEntry[] = await limits.log("{user:42}:b", "1h");
+  const first: number | undefined = entries[0]?.instantUs;
+  const totals: TagUnits[] = await limits.log("{user:42}:b", 3_600_000, { byTag: true, count: 10 });
+  const who: string | null | undefined = totals[0]?.tag;
+  const state: Inspection | null = await limits.inspect("{user:42}:b");
+  const kind: string | null | undefined = state?.kind;
+  const mw = rateLimit({
+    limiter: both,
+    key: (req: express.Request) => req.get("x-client-id"),
+    tag: (req: express.Request) => req.get("x-user-id"),
+    onError: (err) => console.warn(err),
+  });
   await mw.ready;
   app.use(mw);
   try {
@@ -48,7 +63,7 @@ async function usage(): Promise<void> {
   app.get("/", (req, res) => {
     res.json(req.rateLimit?.remaining);
   });
-  void [backend, wait, headers, id, n, held, LeaseRefusedError, deadline, marked];
+  void [backend, wait, headers, id, n, held, LeaseRefusedError, deadline, marked, first, who, kind];
 }
 void usage;
 
@@ -60,6 +75,11 @@ async function mistakes(limits: RateLimits): Promise<void> {
   await limits.allOf(limits.gcra({ rate: 1, per: 1000 })).take("k");
   // @ts-expect-error no such option
   await limits.gcra({ rate: 1, per: 1000 }).take("k", 1, { atmost: true });
+  // @ts-expect-error the totals, not the entries, with byTag
+  const totals: LogEntry[] = await limits.log("k", "1m", { byTag: true });
+  // @ts-expect-error a tag is a string
+  await limits.slidingLog({ limit: 1, window: 1000 }).take("k", 1, { tag: 42 });
+  void totals;
   // @ts-expect-error a misspelt option of the client
   new RateLimits(new Redis(), { timout: 100 });
 }
