@@ -12,6 +12,7 @@ use crate::call::{self, Plan, Policy, Sender};
 use crate::conn::AsyncConnector;
 use crate::error::{is_outage, reply_text};
 use crate::limit::{ConcurrencyLimit, Limit, Take};
+use crate::reading::{self, Inspection, LogEntry, TagUnits};
 use crate::{Acquisition, Decision, Error};
 
 /// The settings of a [`redis::aio::ConnectionManager`] of your own under
@@ -264,6 +265,41 @@ impl<C: AsyncConnector> RateLimits<C> {
             limits: self.clone(),
             limit,
         }
+    }
+
+    /// Who used the sliding log on `key` within the last `window`
+    /// (`RL.LOG`), as [`crate::RateLimits::log`].
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::RateLimits::log`].
+    pub async fn log(&self, key: &str, window: Duration, count: Option<u64>) -> Result<Vec<LogEntry>, Error> {
+        reading::entries(&self.run(&Plan::log(window, false, count)?, &[key]).await?)
+    }
+
+    /// The units per tag (`RL.LOG ... BY TAG`), as
+    /// [`crate::RateLimits::log_by_tag`].
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::RateLimits::log`].
+    pub async fn log_by_tag(
+        &self,
+        key: &str,
+        window: Duration,
+        count: Option<u64>,
+    ) -> Result<Vec<TagUnits>, Error> {
+        reading::totals(&self.run(&Plan::log(window, true, count)?, &[key]).await?)
+    }
+
+    /// The state of the limiter on `key` (`RL.INSPECT`), as
+    /// [`crate::RateLimits::inspect`].
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::RateLimits::inspect`].
+    pub async fn inspect(&self, key: &str) -> Result<Option<Inspection>, Error> {
+        reading::inspection(&self.run(&Plan::inspect(), &[key]).await?)
     }
 
     async fn backend_with(&self, sender: &mut AsyncSender<'_, C>) -> Result<Backend, Error> {

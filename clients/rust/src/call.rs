@@ -137,6 +137,38 @@ impl Plan {
         })
     }
 
+    /// `RL.LOG key window MS [BY TAG] [COUNT count]`.
+    pub(crate) fn log(window: Duration, by_tag: bool, count: Option<u64>) -> Result<Plan, Error> {
+        let mut args = vec![
+            Arg::Int(params::millis("window", window, 1, params::MS_MAX)?),
+            Arg::Word("MS"),
+        ];
+        if by_tag {
+            args.extend([Arg::Word("BY"), Arg::Word("TAG")]);
+        }
+        if let Some(count) = count {
+            args.push(Arg::Word("COUNT"));
+            args.push(Arg::Int(params::count("count", count, 1, params::COUNT_MAX)?));
+        }
+        Ok(Plan::reading(Command::Log, args))
+    }
+
+    /// `RL.INSPECT key`.
+    pub(crate) fn inspect() -> Plan {
+        Plan::reading(Command::Inspect, Vec::new())
+    }
+
+    fn reading(command: Command, args: Vec<Arg>) -> Plan {
+        Plan {
+            command,
+            args,
+            shape: None,
+            asked: 0,
+            limit: 0,
+            plain: false,
+        }
+    }
+
     /// The command on `backend`.
     pub(crate) fn cmd(&self, backend: Backend, keys: &[&str]) -> Cmd {
         backend::build(backend, self.command, keys, &self.args)
@@ -365,6 +397,12 @@ pub(crate) async fn exchange<S: Sender>(
     plan: &Plan,
     keys: &[&str],
 ) -> Result<Value, Error> {
+    if backend == Backend::Scripts && backend::script(plan.command).is_none() {
+        return Err(Error::Reply(format!(
+            "the functions library this client ships has no script for {}",
+            plan.command.function_name()
+        )));
+    }
     let cmd = plan.cmd(backend, keys);
     let key = keys.first().copied();
     let e = match checked(sender.send(&cmd, key).await) {

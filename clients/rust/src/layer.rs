@@ -26,6 +26,9 @@
 //!   [`RateLimitLayer::fail_open`]. A server's refusal (a key of another
 //!   type, a limit past its cap) is a misconfiguration, never failed open:
 //!   `500`, the [`Error`] in the response's extensions.
+//! - A tag function ([`RateLimitLayer::tag`]: limit by address, record the
+//!   user) sends `TAG` to the sliding logs among the limits, for
+//!   [`RateLimits::log_by_tag`](crate::aio::RateLimits::log_by_tag).
 //! - At start-up, [`RateLimitLayer::check`] (axum has no start hook: await
 //!   it before serving) tries the limits once without taking: a limit the
 //!   server refuses fails the start with the server's words.
@@ -69,6 +72,7 @@ pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-poli
 pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 
 type KeyFn = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
+type TagFn = Arc<dyn Fn(&Parts) -> Option<Vec<u8>> + Send + Sync>;
 type StatusFn = Arc<dyn Fn(StatusCode) -> bool + Send + Sync>;
 
 enum Decide<C: AsyncConnector> {
@@ -104,8 +108,14 @@ struct Config<C: AsyncConnector> {
     policy: HeaderValue,
     prefix: String,
     key: Option<KeyFn>,
+    /// The tag function, when a tag goes on the wire (a sliding log, or
+    /// `RL.ALL`).
+    tag: Option<TagFn>,
     refund_when: Option<StatusFn>,
 }
+
+/// A tag function where no limit records a tag.
+const TAG_WITHOUT_LOG: &str = "tag: none of the limits is a sliding_log, the one kind that records a tag";
 
 /// The identity whose keys [`RateLimitLayer::check`] tries.
 const CHECK_IDENTITY: &str = "check";
@@ -126,6 +136,7 @@ pub struct RateLimitLayer<C: AsyncConnector> {
     policies: Vec<(String, Limit)>,
     prefix: String,
     key: Option<KeyFn>,
+    tag: Option<TagFn>,
     fail_open: Option<bool>,
     refund_when: Option<StatusFn>,
 }
@@ -137,6 +148,7 @@ impl<C: AsyncConnector> Clone for RateLimitLayer<C> {
             policies: self.policies.clone(),
             prefix: self.prefix.clone(),
             key: self.key.clone(),
+            tag: self.tag.clone(),
             fail_open: self.fail_open,
             refund_when: self.refund_when.clone(),
         }
@@ -158,6 +170,7 @@ impl<C: AsyncConnector> RateLimitLayer<C> {
             policies: vec![(name.to_string(), limit)],
             prefix: DEFAULT_PREFIX.to_string(),
             key: None,
+            tag: None,
             fail_open: None,
             refund_when: None,
         })
@@ -191,6 +204,32 @@ impl<C: AsyncConnector> RateLimitLayer<C> {
     {
         self.key = Some(Arc::new(key));
         self
+    }
+
+    /// Tag each request by `tag` (a user id, say): the value goes as `TAG`
+    /// to the sliding logs among the limits (one sliding log, or those of
+    /// an `RL.ALL`, whose other limits ignore it), which record it for
+    /// [`RateLimits::log_by_tag`](crate::aio::RateLimits::log_by_tag).
+    /// `None` sends no tag. Give it after the limits ([`RateLimitLayer::and`]).
+    ///
+    /// A tag is never cut short (two tags sharing their first bytes would
+    /// become one): one of 0 or more than 1,024 bytes, or past the server's
+    /// cap (`tag_max_bytes`, 64 by default), answers `500` with the
+    /// [`Error`] in the response's extensions, as any misconfiguration.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] (`tag`) when no limit is a sliding log:
+    /// none would record it.
+    pub fn tag<F>(mut self, tag: F) -> Result<RateLimitLayer<C>, Error>
+    where
+        F: Fn(&Parts) -> Option<Vec<u8>> + Send + Sync + 'static,
+    {
+        if !self.policies.iter().any(|(_, limit)| limit.is_sliding_log()) {
+            return Err(Error::invalid("tag", TAG_WITHOUT_LOG.to_string()));
+        }
+        self.tag = Some(Arc::new(tag));
+        Ok(self)
     }
 
     /// The first part of every Redis key, as given (default
@@ -268,6 +307,7 @@ impl<C: AsyncConnector> RateLimitLayer<C> {
                 .unwrap_or_else(|_| HeaderValue::from_static("")),
             prefix: self.prefix.clone(),
             key: self.key.clone(),
+            tag: self.tag.clone(),
             refund_when: self.refund_when.clone(),
         }
     }
@@ -370,12 +410,17 @@ where
                     }
                 },
             };
+            let tag = config.tag.as_ref().and_then(|tag| tag(&parts));
             let mut request = Request::from_parts(parts, body);
             let Some(key) = key else {
                 return inner.call(request).await;
             };
             let keys = config.keys(&key);
-            let decision = match config.decide.call(&keys, Take::one()).await {
+            let take = match tag {
+                Some(tag) => Take::one().tag(tag),
+                None => Take::one(),
+            };
+            let decision = match config.decide.call(&keys, take).await {
                 Ok(decision) => decision,
                 Err(e) if e.is_unavailable() => {
                     // Failing closed (failing open, the client answered a

@@ -99,6 +99,7 @@ pub mod headers;
 mod limit;
 mod memory;
 mod params;
+mod reading;
 mod scripts;
 mod sync;
 mod transport;
@@ -115,6 +116,7 @@ pub use conn::{Connector, SyncConnection};
 pub use decision::Decision;
 pub use error::{Error, RateLimitError};
 pub use limit::{ConcurrencyLimit, Limit, Take};
+pub use reading::{Inspection, LogEntry, TagUnits};
 pub use scripts::scripts_from_library;
 pub use sync::{AllOf, Concurrency, Lease, Limiter, Prepared, RateLimits};
 

@@ -195,6 +195,11 @@ impl Limit {
         Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
     }
 
+    /// A sliding log: the one kind that records a tag.
+    pub(crate) fn is_sliding_log(&self) -> bool {
+        matches!(self.algorithm, Algorithm::SlidingLog { .. })
+    }
+
     /// The module's command name (`RL.GCRA`, ...).
     pub(crate) fn command(&self) -> Command {
         match self.algorithm {
@@ -309,6 +314,8 @@ pub(crate) enum Command {
     Concurrency,
     Release,
     Renew,
+    Log,
+    Inspect,
 }
 
 impl Command {
@@ -323,6 +330,8 @@ impl Command {
             Command::Concurrency => "RL.CONCURRENCY",
             Command::Release => "RL.RELEASE",
             Command::Renew => "RL.RENEW",
+            Command::Log => "RL.LOG",
+            Command::Inspect => "RL.INSPECT",
         }
     }
 
@@ -338,11 +347,19 @@ impl Command {
             Command::Concurrency => "rl_concurrency",
             Command::Release => "rl_release",
             Command::Renew => "rl_renew",
+            Command::Log => "rl_log",
+            Command::Inspect => "rl_inspect",
         }
     }
 
     pub(crate) fn index(self) -> usize {
         self as usize
+    }
+
+    /// A command newer than some functions libraries (`RL.LOG`,
+    /// `RL.INSPECT`): a library without its script is not a broken build.
+    pub(crate) fn is_new(self) -> bool {
+        matches!(self, Command::Log | Command::Inspect)
     }
 }
 
@@ -358,10 +375,11 @@ enum Mode {
 }
 
 /// The options of one call: how many units, and the server's options
-/// (`PEEK`, `REFUND`, `FORCE`, `WAIT`, `AT_MOST`, `BLOCK`). `REFUND`,
+/// (`PEEK`, `REFUND`, `FORCE`, `WAIT`, `AT_MOST`, `BLOCK`, `TAG`). `REFUND`,
 /// `FORCE`, `WAIT` and `AT_MOST` exclude one another, so setting one
 /// replaces another; `BLOCK` goes with `WAIT` and `AT_MOST` (with
 /// `REFUND` or `FORCE` the server answers a syntax error naming both).
+/// `TAG` (sliding logs and `RL.ALL` only) records who took the units.
 ///
 /// ```
 /// use redis_ratelimit_client::Take;
@@ -371,12 +389,13 @@ enum Mode {
 /// let batch = Take::n(100).at_most().block(Duration::from_secs(60));
 /// # let _ = batch;
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Take {
     n: u64,
     peek: bool,
     mode: Mode,
     block: Option<Duration>,
+    tag: Option<Vec<u8>>,
 }
 
 impl Default for Take {
@@ -398,6 +417,7 @@ impl Take {
             peek: false,
             mode: Mode::Take,
             block: None,
+            tag: None,
         }
     }
 
@@ -449,6 +469,17 @@ impl Take {
         self
     }
 
+    /// Who takes the units (`TAG`): each entry a sliding log records
+    /// carries it, and [`RateLimits::log`](crate::RateLimits::log) reads it
+    /// back. 1 to 1,024 bytes, any bytes (the server's cap,
+    /// `tag_max_bytes`, is 64 by default); checked when the call is made,
+    /// never cut short. Sliding logs and `all_of` only (the server refuses
+    /// it elsewhere); not with [`Take::refund`] (the server refuses both).
+    pub fn tag(mut self, tag: impl Into<Vec<u8>>) -> Take {
+        self.tag = Some(tag.into());
+        self
+    }
+
     /// The units asked for.
     pub fn units(&self) -> u64 {
         self.n
@@ -460,7 +491,9 @@ impl Take {
 
     /// A plain take, whose refusal the local memory may keep: units taken
     /// (not a query), nothing asked but the take itself (`BLOCK` aside,
-    /// which only lengthens the refusal the server answers).
+    /// which only lengthens the refusal the server answers; and `TAG`,
+    /// which changes nothing in a refusal and is part of what the memory
+    /// knows the call by).
     pub(crate) fn is_plain(&self) -> bool {
         self.n > 0 && !self.peek && self.mode == Mode::Take
     }
@@ -487,15 +520,20 @@ impl Take {
             out.push(Arg::Word("BLOCK"));
             out.push(Arg::Int(params::millis("block", duration, 1, params::MS_MAX)?));
         }
+        if let Some(tag) = &self.tag {
+            out.push(Arg::Word("TAG"));
+            out.push(Arg::Bytes(params::tag(tag)?.to_vec()));
+        }
         Ok(())
     }
 }
 
-/// One argument of a call: a number, a fixed word, or a key.
+/// One argument of a call: a number, a fixed word, or bytes (a tag).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Arg {
     Int(u64),
     Word(&'static str),
+    Bytes(Vec<u8>),
 }
 
 #[cfg(test)]

@@ -21,6 +21,25 @@ pub(crate) const TIMEOUT_MAX_MS: u64 = 60_000;
 pub(crate) const REMEMBERED_MAX: u64 = 1_000_000;
 /// `all_of`'s limiters (RL.ALL's own bound).
 pub(crate) const ALL_OF_MAX: usize = 100;
+/// A tag's bytes: the most the server's `tag_max_bytes` (64 by default)
+/// can be raised to; the server answers for its own setting.
+pub(crate) const TAG_MAX_BYTES: usize = 1024;
+
+/// A tag of 1 to 1,024 bytes, never cut short (two tags that share their
+/// first bytes would become one).
+pub(crate) fn tag(tag: &[u8]) -> Result<&[u8], Error> {
+    if (1..=TAG_MAX_BYTES).contains(&tag.len()) {
+        Ok(tag)
+    } else {
+        Err(Error::invalid(
+            "tag",
+            format!(
+                "tag must be from 1 to {TAG_MAX_BYTES} bytes, got {} bytes",
+                tag.len()
+            ),
+        ))
+    }
+}
 
 /// `value` within `min..=max`.
 pub(crate) fn count(name: &'static str, value: u64, min: u64, max: u64) -> Result<u64, Error> {

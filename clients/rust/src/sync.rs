@@ -10,6 +10,7 @@ use crate::call::{self, Plan, Policy, Sender};
 use crate::conn::Connector;
 use crate::error::{is_outage, reply_text};
 use crate::limit::{ConcurrencyLimit, Limit, Take};
+use crate::reading::{self, Inspection, LogEntry, TagUnits};
 use crate::{params, Acquisition, Decision, Error};
 
 struct Shared<C: Connector> {
@@ -208,6 +209,48 @@ impl<C: Connector> RateLimits<C> {
             limits: self.clone(),
             limit,
         }
+    }
+
+    /// Who used the sliding log on `key` within the last `window`
+    /// (reservations, in the future, included), changing nothing
+    /// (`RL.LOG`): its entries, newest first, one per instant and tag; at
+    /// most `count` (1 to 1,000,000,000) when given. A missing key answers
+    /// none.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] (`key`, `window`, `count`);
+    /// [`Error::ServerError`] for a key of another limiter;
+    /// [`Error::Unavailable`] (a reading is never failed open).
+    pub fn log(&self, key: &str, window: Duration, count: Option<u64>) -> Result<Vec<LogEntry>, Error> {
+        reading::entries(&self.run(&Plan::log(window, false, count)?, &[key])?)
+    }
+
+    /// As [`RateLimits::log`], the units summed per tag (`BY TAG`), most
+    /// first, ties by the tag's bytes; `tag` `None` for the untagged.
+    ///
+    /// # Errors
+    ///
+    /// As [`RateLimits::log`].
+    pub fn log_by_tag(
+        &self,
+        key: &str,
+        window: Duration,
+        count: Option<u64>,
+    ) -> Result<Vec<TagUnits>, Error> {
+        reading::totals(&self.run(&Plan::log(window, true, count)?, &[key])?)
+    }
+
+    /// The state the limiter on `key` keeps, changing nothing
+    /// (`RL.INSPECT`); `None` for a missing key. The module's RESP3 map
+    /// and the flat array read alike.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] (`key`); [`Error::ServerError`] for a
+    /// value that is no limiter's; [`Error::Unavailable`].
+    pub fn inspect(&self, key: &str) -> Result<Option<Inspection>, Error> {
+        reading::inspection(&self.run(&Plan::inspect(), &[key])?)
     }
 
     /// An open connection: an idle one still open, or a new one within

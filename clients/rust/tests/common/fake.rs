@@ -22,31 +22,49 @@ pub enum Resp {
     Bulk(String),
     Array(Vec<Resp>),
     Nil,
+    /// A RESP3 map, its names and values in turn.
+    Map(Vec<Resp>),
 }
 
 impl Resp {
-    fn encode(&self, out: &mut Vec<u8>) {
+    /// In RESP2, or in RESP3 where they differ (nil).
+    fn encode(&self, out: &mut Vec<u8>, resp3: bool) {
         match self {
             Resp::Int(n) => out.extend(format!(":{n}\r\n").bytes()),
             Resp::Bulk(s) => out.extend(format!("${}\r\n{s}\r\n", s.len()).bytes()),
             Resp::Array(items) => {
                 out.extend(format!("*{}\r\n", items.len()).bytes());
                 for item in items {
-                    item.encode(out);
+                    item.encode(out, resp3);
                 }
             }
+            Resp::Map(flat) => {
+                out.extend(format!("%{}\r\n", flat.len() / 2).bytes());
+                for item in flat {
+                    item.encode(out, resp3);
+                }
+            }
+            Resp::Nil if resp3 => out.extend(b"_\r\n"),
             Resp::Nil => out.extend(b"$-1\r\n"),
         }
     }
 
-    /// A reply of the contract's JSON: an integer, a string, or an array of
-    /// them.
+    /// A reply of the contract's JSON: an integer, a string, nil, an array
+    /// of them, or `{"resp3_map": [name, value, ...]}`.
     pub fn from_json(v: &serde_json::Value) -> Resp {
         match v {
             serde_json::Value::Number(n) => Resp::Int(n.as_i64().expect("an integer reply")),
             serde_json::Value::String(s) => Resp::Bulk(s.clone()),
             serde_json::Value::Array(items) => Resp::Array(items.iter().map(Resp::from_json).collect()),
             serde_json::Value::Null => Resp::Nil,
+            serde_json::Value::Object(o) if o.len() == 1 && o.contains_key("resp3_map") => Resp::Map(
+                o["resp3_map"]
+                    .as_array()
+                    .expect("a map's names and values")
+                    .iter()
+                    .map(Resp::from_json)
+                    .collect(),
+            ),
             other => panic!("not a reply: {other}"),
         }
     }
@@ -126,10 +144,15 @@ fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
     let mut writer = stream.try_clone().expect("clone the fake's stream");
     let mut reader = BufReader::new(stream);
     let mut silent = false;
+    let mut resp3 = false;
     while let Some(cmd) = read_command(&mut reader) {
         let mut out = Vec::new();
         if cmd.len() >= 2 && cmd[0].eq_ignore_ascii_case("CLIENT") && cmd[1].eq_ignore_ascii_case("SETINFO") {
             out.extend(b"+OK\r\n");
+        } else if cmd.len() >= 2 && cmd[0].eq_ignore_ascii_case("HELLO") {
+            // A client that speaks RESP3 (?protocol=resp3) asks for it first.
+            resp3 = cmd[1] == "3";
+            out.extend(format!("%1\r\n$5\r\nproto\r\n:{}\r\n", cmd[1]).bytes());
         } else {
             let step = {
                 let mut state = state.lock().unwrap();
@@ -138,7 +161,7 @@ fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
             };
             match step {
                 Some(step) if step.send.is_empty() || step.send == cmd => match step.answer {
-                    Answer::Reply(r) => r.encode(&mut out),
+                    Answer::Reply(r) => r.encode(&mut out, resp3),
                     Answer::Error(e) => out.extend(format!("-{e}\r\n").bytes()),
                     Answer::Silent => silent = true,
                     Answer::Close => {
@@ -193,6 +216,11 @@ impl Fake {
 
     pub fn client(&self) -> redis::Client {
         redis::Client::open(self.url()).unwrap()
+    }
+
+    /// A client that speaks RESP3 (`HELLO 3` on connecting).
+    pub fn client_resp3(&self) -> redis::Client {
+        redis::Client::open(format!("{}?protocol=resp3", self.url())).unwrap()
     }
 
     /// The commands received so far (`CLIENT SETINFO` aside).
