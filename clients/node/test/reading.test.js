@@ -128,7 +128,7 @@ for (const [name, options] of /** @type {[string, any][]} */ ([
       assert.deepEqual([state.kind, state.entries, state.tagged], ["sliding_log", 7, 6]);
       assert.equal(state.oldest_us, entries.at(-1)?.instantUs);
       assert.equal(state.newest_us, entries[0].instantUs);
-      assert.ok(typeof state.pttl === "number" && state.pttl > 0 && state.pttl <= 60000);
+      assert.ok(typeof state.pttl === "number" && state.pttl > 0 && state.pttl <= 61000);
     });
 
     it("tags an allOf's sliding logs", async () => {

@@ -84,7 +84,7 @@ fn who_used_a_sliding_log_blocking() {
             "{backend}"
         );
         assert!(
-            state.pttl().is_some_and(|p| p > 0 && p <= 60_000),
+            state.pttl().is_some_and(|p| p > 0 && p <= 61_000),
             "{backend}: {state:?}"
         );
         // A tag elsewhere than a sliding log: the server's refusal.
