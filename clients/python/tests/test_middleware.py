@@ -23,7 +23,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from redis_ratelimit_client import AsyncRateLimits, Decision, InvalidParameter, RateLimits, ServerError
-from redis_ratelimit_client.asgi import RateLimitMiddleware, header_key
+from redis_ratelimit_client.asgi import RateLimitMiddleware, header_key, limiter_keys
 from redis_ratelimit_client.fastapi import RateLimitDependency
 
 from .servers import Server, free_port
@@ -353,3 +353,44 @@ def test_fastapi_dependency_check(servers: Any, edition: str) -> None:
         asyncio.run(check(20_000))
     assert str(raised.value) == OVER_THE_CAP[edition]
     asyncio.run(check(100))
+
+
+@pytest.mark.parametrize("edition", ["module", "functions"])
+def test_who_caused_it(servers: Any, serve: Serve, edition: str) -> None:
+    """Limit per address, tag by user (the middleware) or by API key (the
+    dependency), then ask who filled the limit."""
+    server = servers.get(edition)
+    server.client().flushall()
+    limits, client = app_limits(server.port)
+    app = FastAPI()
+    api = limits.sliding_log(limit=3, window=60, name="api")
+    app.add_middleware(
+        RateLimitMiddleware,
+        limiter=api,
+        tag=header_key("x-user", default=lambda scope: None),
+    )
+    search = limits.sliding_log(limit=10, window=60, name="search")
+
+    async def api_key(request: Request) -> str | None:  # a coroutine function too
+        return request.headers.get("x-api-key")
+
+    search_limit = RateLimitDependency(search, key=lambda request: "everyone", tag=api_key)
+
+    @app.get("/search", dependencies=[Depends(search_limit)])
+    async def route() -> str:
+        return "found"
+
+    url = serve(app, limits, client)
+    with httpx.Client(base_url=url) as http:
+        statuses = [
+            http.get("/search", headers=headers).status_code
+            for headers in ({"X-User": "alice", "X-Api-Key": "k1"}, {"X-User": "alice"}, {}, {"X-User": "bob"})
+        ]
+    assert statuses == [200, 200, 200, 429]
+
+    reader = RateLimits(server.client())
+    by_user = reader.log(limiter_keys(api, "127.0.0.1")[0], 60, by_tag=True)
+    by_api_key = reader.log(limiter_keys(search, "everyone")[0], 60, by_tag=True)
+    reader.close()
+    assert [(t.tag, t.units) for t in by_user] == [(b"alice", 2), (None, 1)]  # a refused request logs nothing
+    assert [(t.tag, t.units) for t in by_api_key] == [(None, 2), (b"k1", 1)]
