@@ -130,7 +130,7 @@ describe("bad parameters fail at construction, before any call", () => {
     const g = limits.gcra({ rate: 1, per: "1s" });
     assert.throws(() => g.take("k", 1, /** @type {any} */ ({ atmost: true })), {
       name: "InvalidParameter",
-      message: "take: unknown option 'atmost' (expected peek, refund, force, wait, atMost, block)",
+      message: "take: unknown option 'atmost' (expected peek, refund, force, wait, atMost, block, tag)",
     });
     assert.throws(() => g.peek("k", 1, /** @type {any} */ ({ force: true, blok: 1 })), { message: /unknown option 'blok'/ });
     assert.throws(() => limits.concurrency({ limit: 1, timeout: 1000 }).acquire("k", 1, /** @type {any} */ ({ peak: true })), {
