@@ -798,7 +798,14 @@ fn workloads(server: &Server) -> Vec<Workload> {
     list.push(w(
         LOG_TAGGED,
         "rl.sliding_log",
-        &["RL.SLIDING_LOG", "{key}", "100", "{period}", "TAG", "user:00000012345"],
+        &[
+            "RL.SLIDING_LOG",
+            "{key}",
+            "100",
+            "{period}",
+            "TAG",
+            "user:00000012345",
+        ],
     ));
     // A hot key: every connection draws units from one limiter that never
     // runs dry (a billion a second), one unit a call, or a hundred.
@@ -1183,7 +1190,8 @@ fn instructions_per_call(list: &[Workload], leases: &[Leases], requests: u64) ->
     // run by run in turn (so a slower moment of the machine falls on both),
     // each against its own empty run.
     let before = std::env::var("RL_BENCH_BEFORE_MODULE").ok().map(PathBuf::from);
-    let compared = |w: &Workload| before.is_some() && w.args[0].starts_with("RL.") && !w.args.iter().any(|a| a == "TAG");
+    let compared =
+        |w: &Workload| before.is_some() && w.args[0].starts_with("RL.") && !w.args.iter().any(|a| a == "TAG");
     let before_baseline = before.as_ref().map(|b| {
         let totals: Vec<f64> = (0..runs.max(1))
             .map(|run| callgrind_total(&out_dir, &format!("before-empty.{run}"), b, &|_| {}))
