@@ -260,7 +260,6 @@ mod tests {
                     let a = append(at, count, keep as u64);
                     SlidingLogCodec::plan_tagged(view.as_ref(), &a, 0, tag)
                 };
-                drop(view);
                 write.apply_to(&mut value);
                 assert_eq!(entries(&value), model);
                 let tagged = model.iter().any(|(_, tag)| tag.is_some());
