@@ -102,7 +102,13 @@ pub fn command<S: Keyspace>(
     now: Instant,
     keys: &S,
 ) -> Result<Reply, CommandError> {
-    let (params, options) = args::after_key(command.name, args, rate.params().len(), rate.accepts())?;
+    // Read with every option: the usual call asks nothing of the algorithm
+    // here. A call with `TAG`, or one that does not parse, is read again
+    // with the options its own command takes (see `own_options`).
+    let (params, options) = match args::after_key(command.name, args, rate.params().len(), Accepts::RATE) {
+        Ok(parsed) if !parsed.1.names(Opt::Tag) => parsed,
+        parsed => own_options(command, rate, args, parsed)?,
+    };
     let mut key = keys.open(1)?;
     let mut judged = Judged::default();
     rate.judge(params, &options, Joint::Alone, now, &mut key, &mut judged)?;
@@ -113,6 +119,23 @@ pub fn command<S: Keyspace>(
     Ok(settle(command, &options, reply, judged.granted, || {
         judged.store(command, command, &mut key)
     }))
+}
+
+/// `parsed` (the arguments read with every option), or, for a command
+/// that does not take them all (`TAG` only where units are logged), the
+/// arguments read with its own: the error its own grammar gives first.
+#[cold]
+#[inline(never)]
+fn own_options<'a>(
+    command: &Command,
+    rate: &dyn Rate,
+    args: &'a [&'a [u8]],
+    parsed: Result<(&'a [&'a [u8]], args::Options<'a>), CommandError>,
+) -> Result<(&'a [&'a [u8]], args::Options<'a>), CommandError> {
+    match rate.accepts() {
+        Accepts::RATE => parsed,
+        own => args::after_key(command.name, args, rate.params().len(), own),
+    }
 }
 
 /// What every rate command does once its limits are judged: store what

@@ -94,7 +94,9 @@ fn rebuild_among(log: &LogView<'_>, append: &Append, keep: usize, later: usize) 
 }
 
 /// Patch `log` in place for `append`: `None` when it must be rebuilt (a new
-/// log, or the limit changed since it was written).
+/// log, or the limit changed since it was written). Inlined: its plan is
+/// large, and is written where the caller keeps it, not copied there.
+#[inline(always)]
 fn patch(log: &LogView<'_>, append: &Append, keep: usize, expire_at_ms: u64) -> Option<Write> {
     let q = usize::try_from(append.count).ok()?;
     let at = append.at.as_micros();
@@ -168,6 +170,18 @@ fn shed(log: &LogView<'_>, shed: &Shed, expire_at_ms: u64) -> Write {
     }
 }
 
+/// The write of a tagged call, or of any call on a tagged log: the log
+/// rewritten whole (kept out of the untagged path).
+#[cold]
+#[inline(never)]
+fn tagged(log: Option<&LogView<'_>>, append: &Append, expire_at_ms: u64, tag: Option<&[u8]>) -> Write {
+    Write::Set {
+        value: tagged_log::appended(log, append, tag),
+        expire_at_ms,
+        share: false,
+    }
+}
+
 impl SlidingLogCodec {
     /// An untagged log (`L`).
     pub(super) fn decode_log(bytes: &[u8]) -> Result<LogView<'_>, &'static str> {
@@ -201,8 +215,9 @@ impl Codec for SlidingLogCodec {
 
     /// A tagged call, or any call on a tagged log, rewrites the log whole
     /// (see `tagged_log`); an untagged call on an untagged log writes what
-    /// it always did.
-    #[inline]
+    /// it always did. Not inlined: the plan is written into its caller's
+    /// slot, where a copy of it would cost a `memcpy` a call.
+    #[inline(never)]
     fn plan_tagged(
         state: Option<&StateOf<'_, Self>>,
         append: &ChangeOf<Self>,
@@ -210,11 +225,7 @@ impl Codec for SlidingLogCodec {
         tag: Option<&[u8]>,
     ) -> Write {
         if tag.is_some() || state.is_some_and(|log| log.tags().is_some()) {
-            return Write::Set {
-                value: tagged_log::appended(state, append, tag),
-                expire_at_ms,
-                share: false,
-            };
+            return tagged(state, append, expire_at_ms, tag);
         }
         let keep = usize::try_from(append.keep).unwrap_or(usize::MAX);
         let at = append.at.as_micros();

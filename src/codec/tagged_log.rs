@@ -114,12 +114,11 @@ pub fn value<'a>(entries: impl Iterator<Item = (u64, Option<&'a [u8]>)> + Clone)
 /// `log` (if any) with `append.count` entries at `append.at` tagged `tag`,
 /// placed after every entry at or before that instant and before any
 /// later one, keeping the newest `append.keep`: the order the untagged
-/// log's rewrite keeps.
+/// log's rewrite keeps. Written in one pass over the entries kept (the
+/// usual call: a new log, or one of a few entries).
 pub fn appended(log: Option<&LogView<'_>>, append: &Append, tag: Option<&[u8]>) -> Bytes {
-    let (old, tags) = match log {
-        Some(log) => (log.len(), tags_of(log)),
-        None => (0, Vec::new()),
-    };
+    let old_tags = log.and_then(tags_of_if_any);
+    let old = log.map_or(0, LogView::len);
     let at = append.at.as_micros();
     let count = usize::try_from(append.count).unwrap_or(usize::MAX);
     let keep = usize::try_from(append.keep).unwrap_or(usize::MAX);
@@ -127,15 +126,58 @@ pub fn appended(log: Option<&LogView<'_>>, append: &Append, tag: Option<&[u8]>) 
     let before = old - later.min(old);
     let total = old.saturating_add(count);
     let skip = total.saturating_sub(keep);
-    let entry = |j: usize| -> (u64, Option<&[u8]>) {
-        match (log, j) {
-            (Some(log), j) if j < before => (log.get(j), tags[j]),
-            (_, j) if j < before + count => (at, tag),
-            (Some(log), j) => (log.get(j - count), tags[j - count]),
-            (None, _) => (at, tag),
+    // The kept entries: old ones `skip..before`, then new ones, then old
+    // ones `before..old`, less what `skip` takes from the new and later.
+    let old_before = skip.min(before)..before;
+    let new_kept = count.saturating_sub(skip.saturating_sub(before));
+    let old_after = (before + skip.saturating_sub(before + count).min(later))..old;
+    let kept_old = || old_before.clone().chain(old_after.clone());
+    let old_tag = |i: usize| old_tags.as_ref().and_then(|tags| tags[i]);
+    let new_tag = tag.filter(|_| new_kept > 0);
+    let tag_bytes = kept_old()
+        .map(|i| old_tag(i).map_or(0, <[u8]>::len))
+        .sum::<usize>()
+        + new_tag.map_or(0, |t| new_kept * t.len());
+    let tagged = new_tag.is_some() || kept_old().any(|i| old_tag(i).is_some());
+    let n = old_before.len() + new_kept + old_after.len();
+    let instants = |value: &mut Bytes| {
+        let log = log.filter(|_| old > 0);
+        for i in old_before.clone() {
+            value.push(&log.map_or(0, |log| log.get(i)).to_le_bytes());
+        }
+        let at = at.to_le_bytes();
+        for _ in 0..new_kept {
+            value.push(&at);
+        }
+        for i in old_after.clone() {
+            value.push(&log.map_or(0, |log| log.get(i)).to_le_bytes());
         }
     };
-    value((skip..total).map(entry))
+    if !tagged {
+        let mut value = Bytes::with_capacity(super::sliding_log::HEADER + n * ENTRY_BYTES);
+        value.push(&[super::sliding_log::TAG, 0, 0, 0, 0]);
+        instants(&mut value);
+        return value;
+    }
+    let mut value = Bytes::with_capacity(HEADER + n * (ENTRY_BYTES + 2) + tag_bytes);
+    value.push(&[TAG]);
+    value.push(&u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes());
+    instants(&mut value);
+    let record = |value: &mut Bytes, tag: Option<&[u8]>| {
+        let tag = tag.unwrap_or_default();
+        value.push(&u16::try_from(tag.len()).unwrap_or(u16::MAX).to_le_bytes());
+        value.push(tag);
+    };
+    for i in old_before.clone() {
+        record(&mut value, old_tag(i));
+    }
+    for _ in 0..new_kept {
+        record(&mut value, new_tag);
+    }
+    for i in old_after.clone() {
+        record(&mut value, old_tag(i));
+    }
+    value
 }
 
 /// `log` without its `newest` newest entries.
