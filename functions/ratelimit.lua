@@ -33,6 +33,9 @@ local function settings()
     sliding_log_max_limit = 10000,
     -- The largest `limit` of rl_concurrency, 1 to 1000000.
     concurrency_max_limit = 10000,
+    -- The longest TAG value, in bytes, 1 to 1024 (a tagged log entry takes
+    -- 10 bytes and its tag's).
+    tag_max_bytes = 64,
   }
 end
 -- part: version
@@ -1260,6 +1263,8 @@ local MAX_HELD = 4000000000
 local MAX_WINDOW_START = 72057594037927935 -- 2^56 - 1 (never reached below RANGE.instant)
 local SETTING_CEILING = 1000000
 local MAX_KEYS = 100
+-- The longest tag a log entry may carry (the tag_max_bytes setting's ceiling).
+local MAX_TAG_BYTES = 1024
 local WHOLE_VALUE_MAX = 64
 local LEASE_MAX = '9223372036854775807'
 
@@ -1513,17 +1518,21 @@ end
 -- part: options
 -- The options (src/options.rs), their words and how they exclude each other
 -- (tests/functions.rs checks that the module's table and this one agree).
-local MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK = 1, 2, 3, 4, 5, 6, 7
+local MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK, TAG = 1, 2, 3, 4, 5, 6, 7, 8
 -- The modes (rl-core's Mode).
 local TAKE = 0
 
 local RATE_OPTIONS = { MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK }
+-- RL.SLIDING_LOG's and RL.ALL's: a log's entries may carry a tag.
+local TAGGED_OPTIONS = { MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK, TAG }
 local LEASE_OPTIONS = { MS, PEEK }
 local UNIT_OPTIONS = { MS }
 local unknown_option, options
 do
-  local OPTION_WORDS = { 'MS', 'PEEK', 'REFUND', 'FORCE', 'WAIT', 'AT_MOST', 'BLOCK' }
-  local OPTION_OF = { ms = MS, peek = PEEK, refund = REFUND, force = FORCE, wait = WAIT, at_most = AT_MOST, block = BLOCK }
+  local OPTION_WORDS = { 'MS', 'PEEK', 'REFUND', 'FORCE', 'WAIT', 'AT_MOST', 'BLOCK', 'TAG' }
+  local OPTION_OF = { ms = MS, peek = PEEK, refund = REFUND, force = FORCE, wait = WAIT, at_most = AT_MOST, block = BLOCK, tag = TAG }
+  -- What the value of an option that takes one is called.
+  local VALUE_OF = { [WAIT] = 'WAIT max_wait', [BLOCK] = 'BLOCK duration', [TAG] = 'TAG value' }
   local TAKE_WAYS = 'each says how the units are taken: choose one'
   local EXCLUSIVE = {
     { REFUND, FORCE, TAKE_WAYS },
@@ -1534,6 +1543,7 @@ do
     { WAIT, AT_MOST, TAKE_WAYS },
     { REFUND, BLOCK, 'a refund is never refused' },
     { FORCE, BLOCK, 'a forced request is never refused' },
+    { REFUND, TAG, 'a refund gives back the newest units, whoever logged them' },
   }
 
   local function accepts_words(accepts, last)
@@ -1565,7 +1575,7 @@ do
   end
 
   -- `[quantity] [options]` from args[from]: a request {q, unit, peek, mode,
-  -- max_wait, block}.
+  -- max_wait, block, tag}.
   function options(command, args, from, accepts)
     local req = { q = 1, unit = 1000000, peek = false, mode = TAKE }
     local i, n = from, #args
@@ -1578,27 +1588,26 @@ do
       end
     end
     if i > n then return req end
-    local seen, block, max_wait = {}, nil, nil
+    local seen, block, max_wait, tag = {}, nil, nil, nil
     while i <= n do
       local token = args[i]
       local option = OPTION_OF[lower(token)]
       if not option or not taken(accepts, option) then unknown_option(command, token, accepts, true) end
-      if option == WAIT or option == BLOCK then
+      if VALUE_OF[option] then
         if seen[option] then fail('ERR syntax error: ' .. OPTION_WORDS[option] .. ' is given twice') end
         i = i + 1
         local value = args[i]
         if not value then
-          fail(fmt('ERR syntax error: %s needs a value (%s)', OPTION_WORDS[option],
-            option == WAIT and 'WAIT max_wait' or 'BLOCK duration'))
+          fail(fmt('ERR syntax error: %s needs a value (%s)', OPTION_WORDS[option], VALUE_OF[option]))
         end
-        if option == WAIT then max_wait = value else block = value end
+        if option == WAIT then max_wait = value elseif option == BLOCK then block = value else tag = value end
       end
       seen[option] = true
       if option == MS then
         req.unit = 1000
       elseif option == PEEK then
         req.peek = true
-      elseif option ~= BLOCK and option ~= WAIT then
+      elseif option ~= BLOCK and option ~= WAIT and option ~= TAG then
         req.mode = option
       end
       i = i + 1
@@ -1614,6 +1623,14 @@ do
       req.max_wait = duration(max_wait, 'WAIT max_wait', 0, req.unit)
     end
     if block then req.block = duration(block, 'BLOCK duration', 1, req.unit) end
+    if tag then
+      local most = SETTINGS.tag_max_bytes
+      if #tag < 1 or #tag > most then
+        fail(fmt('ERR TAG value must be 1 to %d bytes (the tag_max_bytes setting at the top of the library raises the cap, up to %d)',
+          most, MAX_TAG_BYTES))
+      end
+      req.tag = tag
+    end
     return req
   end
 end
@@ -1835,7 +1852,11 @@ do
 end
 -- part: codec_sliding_log
 -- The sliding log's state (src/codec/sliding_log.rs), read in place: 'L',
--- the ring's oldest slot (4 bytes), then 8-byte instants.
+-- the ring's oldest slot (4 bytes), then 8-byte instants. Or the tagged
+-- log, 'l': the count of entries (4 bytes), their instants, oldest first,
+-- then a tag record per entry in the same order (its length, 2 bytes, 0
+-- for none, then its bytes), read as the linear 'L' log of its instants
+-- (`s`) with its entries' tags (`tags`, false for none).
 local LOG_HEADER = 5
 
 -- The i-th instant from the oldest (0-based).
@@ -1874,8 +1895,63 @@ end
 
 local function slot(i) return LOG_HEADER + i * 8 end
 
+-- The log of `words` (8-byte instants, oldest first) and their `tags`
+-- (false for none), written whole as the module writes it: the untagged
+-- log at ring position 0 when no entry carries a tag, else the tagged one.
+local function log_value(words, tags)
+  local n, records, tagged = #words, {}, false
+  for i = 1, n do
+    local t = tags[i]
+    if t then
+      tagged = true
+      records[i] = pack('<I2', #t) .. t
+    else
+      records[i] = '\0\0'
+    end
+  end
+  if not tagged then return log_header(0) .. concat(words) end
+  return 'l' .. pack('<I4', n) .. concat(words) .. concat(records)
+end
+
 do
+  local TAGGED_SHAPE = 'expected \'l\', a 4-byte count, its 8-byte instants and as many tags'
+
+  local function decode_tagged(s)
+    local len = #s
+    if len < LOG_HEADER then return nil, TAGGED_SHAPE end
+    local n = unpack('<I4', s, 2)
+    local records = LOG_HEADER + n * 8
+    if records > len then return nil, TAGGED_SHAPE end
+    local log = { s = log_header(0) .. sub(s, LOG_HEADER + 1, records), n = n, oldest = 0, tagged = 0 }
+    if n > 0 then
+      local flo, fhi = unpack('<I4I4', s, LOG_HEADER + 1)
+      local llo, lhi = unpack('<I4I4', s, records - 7)
+      if fhi > lhi or (fhi == lhi and flo > llo) then return nil, 'order of instants out of range' end
+    end
+    local tags, at, tagged = {}, records + 1, 0
+    for i = 1, n do
+      if at + 1 > len then return nil, TAGGED_SHAPE end
+      local size = unpack('<I2', s, at)
+      if size > MAX_TAG_BYTES or at + 1 + size > len then return nil, TAGGED_SHAPE end
+      if size == 0 then
+        tags[i] = false
+      else
+        tags[i] = sub(s, at + 2, at + 1 + size)
+        tagged = tagged + 1
+      end
+      at = at + 2 + size
+    end
+    if at ~= len + 1 then return nil, TAGGED_SHAPE end
+    log.tags, log.tagged = tags, tagged
+    if n > 0 then
+      local lo, hi = unpack('<I4I4', s, records - 7)
+      if hi >= 2097152 or hi * TWO32 + lo >= RANGE.instant then return nil, nil, true end
+    end
+    return log
+  end
+
   local function decode_log(s)
+    if byte(s, 1) == 108 then return decode_tagged(s) end
     if #s < LOG_HEADER or byte(s, 1) ~= 76 or (#s - LOG_HEADER) % 8 ~= 0 then
       return nil, 'expected \'L\', a 4-byte ring position and 8-byte instants'
     end
@@ -1894,7 +1970,7 @@ do
     return log
   end
 
-  STATES[4] = { name = 'rl.sliding_log', tags = { [76] = true }, decode = decode_log }
+  STATES[4] = { name = 'rl.sliding_log', tags = { [76] = true, [108] = true }, decode = decode_log }
 end
 -- part: codec_sliding_counter
 -- The sliding counter's state (src/codec/sliding_counter.rs): 'C', the
@@ -1998,9 +2074,35 @@ local function patched(base, new_len, patches)
   return v
 end
 
+-- The tagged log's write (a log that holds a tag, or a call that gives
+-- one): the whole log rebuilt, as the untagged one is (`plan_log`), the
+-- new entries after those at or before `at` and before later ones, the
+-- oldest dropped past `keep`; each new entry carries the call's tag.
+local function plan_tagged(log, change, ms)
+  local keep, q, at, tag = change.keep, change.count, change.at, change.tag or false
+  local n, old, olds = 0, '', nil
+  if log then n, old, olds = log.n, log_bytes(log, 0, log.n), log.tags end
+  local before = n
+  if n > 0 and log_get(log, n - 1) > at then before = n - log_later_than(log, at) end
+  local word = u64_bytes(at)
+  local words, tags, k = {}, {}, 0
+  for i = max(n + q - keep, 0) + 1, n + q do
+    k = k + 1
+    if i > before and i <= before + q then
+      words[k], tags[k] = word, tag
+    else
+      local j = i
+      if i > before then j = i - q end
+      words[k], tags[k] = sub(old, j * 8 - 7, j * 8), olds and olds[j] or false
+    end
+  end
+  return set_plan(log_value(words, tags), ms)
+end
+
 -- The sliding log's write for `q` entries at `at` (src/codec/sliding_log.rs):
 -- in place while the ring allows, else the whole log rebuilt in order.
 local function plan_log(log, change, ms)
+  if change.tag or (log and log.tags) then return plan_tagged(log, change, ms) end
   local keep, q, at = change.keep, change.count, change.at
   local word = u64_bytes(at)
   local n = log and log.n or 0
@@ -2043,6 +2145,12 @@ local function plan_shed(log, shed, ms)
   local n = log.n
   local k = min(shed.newest, n)
   local left = n - k
+  if log.tags then
+    -- A tagged log: rebuilt without them (untagged if no tag is left).
+    local old, words, tags = log_bytes(log, 0, left), {}, {}
+    for i = 1, left do words[i], tags[i] = sub(old, i * 8 - 7, i * 8), log.tags[i] end
+    return set_plan(log_value(words, tags), ms)
+  end
   if shed.horizon and slot(n) > WHOLE_VALUE_MAX then
     local filler = u64_bytes(min(shed.horizon, log_get(log, 0)))
     local start = (log.oldest + left) % n
@@ -3080,6 +3188,8 @@ local function decide(e, req, joint, now)
   if block and now >= block then block = nil end
   local kind = effect.kind
   if kind == 'record' then
+    -- (The entries a log records carry the call's tag.)
+    if alg.logs then effect.change.tag = req.tag end
     e.write = framed(alg.plan(lim, state, effect.change, ceil_div(effect.expires_at, 1000)), frame, block)
   elseif kind == 'refund' then
     if effect.give == 'rested' then
@@ -3122,7 +3232,7 @@ function G.rate(i, keys, args, bytes, now)
   local key = one_key(keys, 'rl_' .. sub(alg.name, 4), alg.name)
   local n = #alg.params
   if #args < n then arity_error(alg.name) end
-  local req = options(alg.name, args, n + 1, RATE_OPTIONS)
+  local req = options(alg.name, args, n + 1, alg.logs and TAGGED_OPTIONS or RATE_OPTIONS)
   local e = limit_of(alg, args, 1, req, key, now ~= nil, bytes)
   decide(e, req, nil, now or clock())
   local reply = five(e.d, req.unit)
@@ -3220,7 +3330,7 @@ function G.all(keys, args, values, now)
     specs[position] = { alg = alg, from = at + 1 }
     at = at + 1 + #alg.params
   end
-  local req = options('rl.all', args, at, RATE_OPTIONS)
+  local req = options('rl.all', args, at, TAGGED_OPTIONS)
   -- Each limit read and judged in turn, as the module does: an error names
   -- the first limit that has one.
   now = now or clock()
