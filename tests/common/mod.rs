@@ -123,7 +123,7 @@ pub fn scripts() -> Vec<(String, String)> {
 pub fn function_of(command: &str) -> Option<String> {
     let lower = command.to_ascii_lowercase();
     let name = lower.strip_prefix("rl.")?;
-    const NAMES: [&str; 9] = [
+    const NAMES: [&str; 11] = [
         "gcra",
         "token_bucket",
         "fixed",
@@ -133,6 +133,8 @@ pub fn function_of(command: &str) -> Option<String> {
         "concurrency",
         "release",
         "renew",
+        "log",
+        "inspect",
     ];
     NAMES.contains(&name).then(|| format!("rl_{name}"))
 }
