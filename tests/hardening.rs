@@ -714,32 +714,22 @@ fn the_editions_answer_the_vocabulary_alike() {
     let mut done = 0;
     while done < total {
         // One call in eight reads a key (RL.LOG, RL.INSPECT).
-        let vectors: Vec<Result<(&Sample, Vec<Arg>, Made), Vec<Vec<u8>>>> = (0..batch)
+        let steps: Vec<common::editions::Step> = (0..batch)
             .map(|_| {
                 if rng.below(8) == 0 {
-                    return Err(view_vector(&mut rng));
+                    let args = view_vector(&mut rng);
+                    let keys = args.get(1).cloned().into_iter().collect();
+                    return common::editions::Step { args, keys };
                 }
                 let sample = *rng.pick(&commands);
-                let (args, made) = random_vector(&mut rng, sample);
-                Ok((sample, args, made))
-            })
-            .collect();
-        let steps: Vec<common::editions::Step> = vectors
-            .iter()
-            .map(|vector| match vector {
-                Ok((sample, args, _)) => {
-                    let args: Vec<Vec<u8>> = args.iter().map(|a| leases.resolve(a)).collect();
-                    let mut full = vec![sample.name.as_bytes().to_vec()];
-                    full.extend(args.iter().cloned());
-                    common::editions::Step {
-                        args: full,
-                        keys: args.first().cloned().into_iter().collect(),
-                    }
+                let (args, _) = random_vector(&mut rng, sample);
+                let args: Vec<Vec<u8>> = args.iter().map(|a| leases.resolve(a)).collect();
+                let mut full = vec![sample.name.as_bytes().to_vec()];
+                full.extend(args.iter().cloned());
+                common::editions::Step {
+                    args: full,
+                    keys: args.first().cloned().into_iter().collect(),
                 }
-                Err(args) => common::editions::Step {
-                    args: args.clone(),
-                    keys: args.get(1).cloned().into_iter().collect(),
-                },
             })
             .collect();
         let outcomes = both.run(&steps);
