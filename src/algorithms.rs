@@ -11,9 +11,10 @@ use crate::codec::{
 use crate::command::Command;
 use crate::config;
 use crate::error::CommandError;
-use crate::options::{sentence, Opt};
+use crate::options::{sentence, Accepts, Opt};
 use crate::param::{capped, duration, number, Param};
 use crate::rate::{self, Judged, Rate};
+use crate::reply::Value;
 use crate::stats::{Field, Stats, RATE};
 use crate::store::Key;
 use rl_core::bounds::{MAX_BURST, MAX_LIMIT};
@@ -63,6 +64,22 @@ impl<C: Codec, const N: usize> Rate for Algorithm<C, N> {
 
     fn reserves(&self) -> bool {
         <C::Limiter as Limiter>::RESERVES
+    }
+
+    fn tags(&self) -> &'static [u8] {
+        C::TAGS
+    }
+
+    fn describe(&self, bytes: &[u8]) -> Result<Vec<(&'static str, Value)>, &'static str> {
+        C::decode(bytes).map(|state| C::describe(&state))
+    }
+
+    fn accepts(&self) -> Accepts {
+        if C::LOGS {
+            Accepts::RATE
+        } else {
+            Accepts::UNTAGGED
+        }
     }
 }
 

@@ -174,7 +174,7 @@ fn parse<'a>(
     command: &Command,
     args: &'a [&'a [u8]],
     limits: &mut Few<Limit<'a>>,
-) -> Result<Options, CommandError> {
+) -> Result<Options<'a>, CommandError> {
     let Some(first) = args.get(1) else {
         return Err(CommandError::WrongArity {
             command: command.name,

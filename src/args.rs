@@ -56,7 +56,7 @@ impl Param {
 
 /// What the options after a command's parameters ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Options {
+pub struct Options<'a> {
     /// Units this request costs (0: a query).
     pub quantity: u64,
     pub unit: TimeUnit,
@@ -66,12 +66,14 @@ pub struct Options {
     pub mode: Mode,
     /// `BLOCK duration`, in microseconds.
     pub block: Option<u64>,
+    /// `TAG value`: what each unit the call logs carries.
+    pub tag: Option<&'a [u8]>,
     /// The option words given, one bit each (`Opt::bit`): the usual call
     /// names none but `MS`, and is told apart by one test.
     pub named: u8,
 }
 
-impl Options {
+impl Options<'_> {
     /// Whether the call names `option` (one test of a byte).
     #[inline(always)]
     pub fn names(&self, option: Opt) -> bool {
@@ -201,7 +203,7 @@ pub fn after_key<'a>(
     args: &'a [&'a [u8]],
     n: usize,
     accepts: Accepts,
-) -> Result<(&'a [&'a [u8]], Options), CommandError> {
+) -> Result<(&'a [&'a [u8]], Options<'a>), CommandError> {
     let arity = || CommandError::WrongArity { command };
     let [_, _, rest @ ..] = args else {
         return Err(arity());
@@ -217,13 +219,18 @@ pub fn after_key<'a>(
 /// first token that does not start with a letter is meant as the quantity.
 /// Durations are read in the unit `MS` sets, wherever it stands.
 #[inline(always)]
-pub fn options(command: &'static str, args: &[&[u8]], accepts: Accepts) -> Result<Options, CommandError> {
+pub fn options<'a>(
+    command: &'static str,
+    args: &[&'a [u8]],
+    accepts: Accepts,
+) -> Result<Options<'a>, CommandError> {
     let mut options = Options {
         quantity: 1,
         unit: TimeUnit::Seconds,
         peek: false,
         mode: Mode::Take,
         block: None,
+        tag: None,
         named: 0,
     };
     let mut rest = args;
@@ -244,7 +251,7 @@ pub fn options(command: &'static str, args: &[&[u8]], accepts: Accepts) -> Resul
         let Some(option) = accepts.find(token) else {
             return Err(unknown_option(command, token, accepts, true));
         };
-        if option.value().is_some() {
+        if option.takes_value() {
             if seen & option.bit() != 0 {
                 return Err(CommandError::OptionTwice {
                     option: option.word(),
@@ -253,11 +260,12 @@ pub fn options(command: &'static str, args: &[&[u8]], accepts: Accepts) -> Resul
             let Some(value) = tokens.next() else {
                 return Err(CommandError::OptionWithoutValue {
                     option: option.word(),
-                    value: option.value().map_or("", |v| v.name),
+                    value: option.value_name(),
                 });
             };
             match option {
                 Opt::Wait => max_wait = Some(value),
+                Opt::Tag => options.tag = Some(tag(value)?),
                 _ => block = Some(value),
             }
         }
@@ -268,7 +276,7 @@ pub fn options(command: &'static str, args: &[&[u8]], accepts: Accepts) -> Resul
             Opt::Refund => options.mode = Mode::Refund,
             Opt::Force => options.mode = Mode::Force,
             Opt::AtMost => options.mode = Mode::AtMost,
-            Opt::Wait | Opt::Block => {}
+            Opt::Wait | Opt::Block | Opt::Tag => {}
         }
     }
     let clash = match (seen & EXCLUDING).count_ones() {
@@ -292,6 +300,18 @@ pub fn options(command: &'static str, args: &[&[u8]], accepts: Accepts) -> Resul
     }
     options.named = seen;
     Ok(options)
+}
+
+/// `TAG`'s value: 1 byte to the `tag_max_bytes` setting.
+fn tag(value: &[u8]) -> Result<&[u8], CommandError> {
+    let max = crate::config::tag_max_bytes();
+    if value.is_empty() || value.len() as u64 > max {
+        return Err(CommandError::BadTag {
+            max,
+            run_time: crate::config::set_at_run_time(),
+        });
+    }
+    Ok(value)
 }
 
 /// The error for `token` where one of `accepts` was expected by `command`.
@@ -432,11 +452,11 @@ mod tests {
 
     /// `params... [quantity] [options]`, as the rate commands read the
     /// arguments after the key.
-    fn parse<const N: usize>(
+    fn parse<'a, const N: usize>(
         command: &'static str,
         spec: &[Param; N],
-        args: &[&[u8]],
-    ) -> Result<([u64; N], Options), CommandError> {
+        args: &[&'a [u8]],
+    ) -> Result<([u64; N], Options<'a>), CommandError> {
         let (positional, rest) = args
             .split_at_checked(N)
             .ok_or(CommandError::WrongArity { command })?;
@@ -444,12 +464,12 @@ mod tests {
         Ok((params(command, spec, positional, options.unit)?, options))
     }
 
-    fn p(args: &[&str]) -> Result<([u64; 2], Options), CommandError> {
+    fn p(args: &[&'static str]) -> Result<([u64; 2], Options<'static>), CommandError> {
         let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
         parse("rl.test", &SPEC, &bytes)
     }
 
-    fn opts(quantity: u64, unit: TimeUnit, peek: bool, mode: Mode, block: Option<u64>) -> Options {
+    fn opts(quantity: u64, unit: TimeUnit, peek: bool, mode: Mode, block: Option<u64>) -> Options<'static> {
         let bit = |named: bool, option: Opt| if named { option.bit() } else { 0 };
         let taken = match mode {
             Mode::Take => 0,
@@ -464,6 +484,7 @@ mod tests {
             peek,
             mode,
             block,
+            tag: None,
             named: bit(unit == TimeUnit::Millis, Opt::Ms)
                 | bit(peek, Opt::Peek)
                 | bit(block.is_some(), Opt::Block)
@@ -565,7 +586,7 @@ mod tests {
             options("rl.test", &[b"FAST"], Accepts::RATE)
                 .unwrap_err()
                 .to_string(),
-            "ERR syntax error: unknown option 'FAST' (expected MS, PEEK, REFUND, FORCE, WAIT, AT_MOST or BLOCK)"
+            "ERR syntax error: unknown option 'FAST' (expected MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK or TAG)"
         );
     }
 
@@ -575,7 +596,7 @@ mod tests {
             let error = options("rl.test", tokens, Accepts::RATE).unwrap_err();
             assert!(
                 error.to_string().ends_with(
-                    "(expected MS, PEEK, REFUND, FORCE, WAIT, AT_MOST or BLOCK; quantity comes right after the parameters, before any option)"
+                    "(expected MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK or TAG; quantity comes right after the parameters, before any option)"
                 ),
                 "{tokens:?}: {error}"
             );
@@ -595,7 +616,7 @@ mod tests {
     #[test]
     fn a_run_time_cap_lowers_the_bound_and_names_its_setting() {
         const CAPPED: [Param; 1] = [capped(number("limit", 1, MAX_LIMIT), &CAP)];
-        let parse_limit = |v: &str| parse("rl.test", &CAPPED, &[v.as_bytes()]);
+        let parse_limit = |v: &'static str| parse("rl.test", &CAPPED, &[v.as_bytes()]);
         assert_eq!(parse_limit("100").unwrap().0, [100]);
         assert_eq!(
             parse_limit("101").unwrap_err().to_string(),

@@ -46,7 +46,7 @@ pub fn command<S: Keyspace>(
             command: command.name,
             token: printable(option),
             instead: GCRA.command.name,
-            accepts: Accepts::RATE,
+            accepts: Accepts::UNTAGGED,
         });
     }
     if args.len() > 6 {

@@ -46,6 +46,19 @@ pub const CONCURRENCY_CAP: Cap = Cap {
     ceiling: CONCURRENCY_MAX_LIMIT_MAX as u64,
 };
 
+/// Default of `ratelimit.tag_max_bytes`.
+pub const TAG_MAX_BYTES_DEFAULT: i64 = 64;
+/// Largest value it may be set to: what a tagged log's record holds.
+pub const TAG_MAX_BYTES_MAX: i64 = 1024;
+
+/// The longest `TAG` value: each logged unit keeps its tag, so this bounds
+/// what a tag adds to a sliding log's memory.
+pub static TAG_MAX_BYTES: AtomicI64 = AtomicI64::new(TAG_MAX_BYTES_DEFAULT);
+
+pub fn tag_max_bytes() -> u64 {
+    positive(&TAG_MAX_BYTES)
+}
+
 fn positive(setting: &AtomicI64) -> u64 {
     u64::try_from(setting.load(Ordering::Relaxed)).unwrap_or(1).max(1)
 }
@@ -126,7 +139,7 @@ impl Setting {
 }
 
 /// The settings, in the order `INFO` lists them.
-pub static SETTINGS: [Setting; 4] = [
+pub static SETTINGS: [Setting; 5] = [
     Setting {
         name: "sliding_log_max_limit",
         values: Values::UpTo(SLIDING_LOG_MAX_LIMIT_MAX),
@@ -154,6 +167,13 @@ pub static SETTINGS: [Setting; 4] = [
         default: 0,
         at_load_only: false,
         store: Store::Switch(&SHADOW),
+    },
+    Setting {
+        name: "tag_max_bytes",
+        values: Values::UpTo(TAG_MAX_BYTES_MAX),
+        default: TAG_MAX_BYTES_DEFAULT,
+        at_load_only: false,
+        store: Store::Number(&TAG_MAX_BYTES),
     },
 ];
 
@@ -255,8 +275,8 @@ mod tests {
 
     #[test]
     fn the_values_given_become_the_initial_values() {
-        assert_eq!(given(&[]), [None; 4]);
-        assert_eq!(initial(&given(&[])), [10_000, 10_000, 0, 0]);
+        assert_eq!(given(&[]), [None; 5]);
+        assert_eq!(initial(&given(&[])), [10_000, 10_000, 0, 0, 64]);
         let args = [
             "shadow",
             "yes",
@@ -264,12 +284,17 @@ mod tests {
             "1000000",
             "cl_throttle",
             "no",
+            "tag_max_bytes",
+            "1024",
         ];
-        assert_eq!(given(&args), [Some(1_000_000), None, Some(0), Some(1)]);
-        assert_eq!(initial(&given(&args)), [1_000_000, 10_000, 0, 1]);
+        assert_eq!(
+            given(&args),
+            [Some(1_000_000), None, Some(0), Some(1), Some(1024)]
+        );
+        assert_eq!(initial(&given(&args)), [1_000_000, 10_000, 0, 1, 1024]);
         assert_eq!(
             initial(&given(&["concurrency_max_limit", "1", "cl_throttle", "yes"])),
-            [10_000, 1, 1, 0]
+            [10_000, 1, 1, 0, 64]
         );
     }
 
@@ -310,7 +335,7 @@ mod tests {
     #[test]
     fn every_other_argument_names_its_problem() {
         let unknown =
-            "(the arguments are sliding_log_max_limit <1..1000000>, concurrency_max_limit <1..1000000>, cl_throttle <yes|no>, shadow <yes|no>)";
+            "(the arguments are sliding_log_max_limit <1..1000000>, concurrency_max_limit <1..1000000>, cl_throttle <yes|no>, shadow <yes|no>, tag_max_bytes <1..1024>)";
         for (args, expected) in [
             (
                 &["foo", "bar"][..],

@@ -12,6 +12,7 @@ pub enum ArgKind {
     PureToken,
     Block,
     OneOf,
+    String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +89,11 @@ pub fn option(option: Opt) -> DocArg {
             token: Some(option.word().to_string()),
             optional: true,
             ..DocArg::integer(option.doc_name())
+        },
+        None if option.takes_value() => DocArg {
+            token: Some(option.word().to_string()),
+            optional: true,
+            ..DocArg::new(option.doc_name(), ArgKind::String)
         },
         None => DocArg::option(option.word(), option.doc_name()),
     }

@@ -44,6 +44,15 @@ pub enum CommandError {
         second: &'static str,
         why: &'static str,
     },
+    /// A `TAG` value that is empty or longer than the setting allows
+    /// (`max`), which `CONFIG SET` raises where `run_time`.
+    BadTag { max: u64, run_time: bool },
+    /// `RL.LOG`'s `BY` followed by something else than `TAG`.
+    ByWhat { token: String },
+    /// A token among `RL.LOG`'s options that is none of them.
+    UnknownLogOption { token: String },
+    /// A key holding a string that no limiter's state is (`RL.INSPECT`).
+    NotALimiter { key: String, problem: &'static str },
     /// An option with a value, given twice.
     OptionTwice { option: &'static str },
     /// An option whose value is missing (`value`: what it should be).
@@ -181,6 +190,23 @@ impl fmt::Display for CommandError {
             ),
             CommandError::OptionsExclude { first, second, why } => {
                 write!(f, "ERR syntax error: {first} and {second} cannot be combined ({why})")
+            }
+            CommandError::BadTag { max, run_time: true } => write!(
+                f,
+                "ERR TAG value must be 1 to {max} bytes (CONFIG SET ratelimit.tag_max_bytes raises the cap, up to {})",
+                crate::config::TAG_MAX_BYTES_MAX
+            ),
+            CommandError::BadTag { max, run_time: false } => write!(
+                f,
+                "ERR TAG value must be 1 to {max} bytes (the loadmodule argument 'tag_max_bytes <n>' raises the cap, up to {}; this server has no CONFIG SET for module settings)",
+                crate::config::TAG_MAX_BYTES_MAX
+            ),
+            CommandError::ByWhat { token } => write!(f, "ERR syntax error: BY takes only TAG, got '{token}'"),
+            CommandError::UnknownLogOption { token } => {
+                write!(f, "ERR syntax error: unknown option '{token}' (expected MS, BY TAG or COUNT)")
+            }
+            CommandError::NotALimiter { key, problem } => {
+                write!(f, "ERR key '{key}' does not hold a limiter's state: {problem}")
             }
             CommandError::OptionTwice { option } => write!(f, "ERR syntax error: {option} is given twice"),
             CommandError::OptionWithoutValue { option, value } => {

@@ -18,6 +18,7 @@ mod config;
 mod decimal;
 mod docs;
 mod error;
+mod inspect;
 #[cfg(test)]
 mod memory;
 mod options;

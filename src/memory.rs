@@ -106,6 +106,15 @@ impl Key for MemoryKey<'_> {
         }
     }
 
+    /// The test keyspace has no clock: the expiry as an absolute instant
+    /// in ms (-1: none), which the tests compare with their own `now`.
+    fn pttl(&mut self) -> i64 {
+        match self.memory.get(&self.name).and_then(|e| e.expire_at_ms) {
+            Some(at) => i64::try_from(at).unwrap_or(i64::MAX),
+            None => -1,
+        }
+    }
+
     fn write(&mut self, write: &Write) {
         let name = self.name.clone();
         match write {

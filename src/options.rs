@@ -19,6 +19,7 @@ pub enum Opt {
     Wait,
     AtMost,
     Block,
+    Tag,
 }
 
 /// `BLOCK duration`: 1 to 10^9 seconds (10^12 ms with `MS`).
@@ -43,7 +44,7 @@ pub const MAX_WAIT: Param = Param {
 const TAKE_WAYS: &str = "each says how the units are taken: choose one";
 
 /// Options that cannot be given together, and why.
-pub const EXCLUSIVE: [(Opt, Opt, &str); 8] = [
+pub const EXCLUSIVE: [(Opt, Opt, &str); 9] = [
     (Opt::Refund, Opt::Force, TAKE_WAYS),
     (Opt::Refund, Opt::Wait, TAKE_WAYS),
     (Opt::Refund, Opt::AtMost, TAKE_WAYS),
@@ -52,6 +53,11 @@ pub const EXCLUSIVE: [(Opt, Opt, &str); 8] = [
     (Opt::Wait, Opt::AtMost, TAKE_WAYS),
     (Opt::Refund, Opt::Block, "a refund is never refused"),
     (Opt::Force, Opt::Block, "a forced request is never refused"),
+    (
+        Opt::Refund,
+        Opt::Tag,
+        "a refund gives back the newest units, whoever logged them",
+    ),
 ];
 
 /// The options some other excludes: a call that names at most one of them
@@ -67,7 +73,7 @@ pub const EXCLUDING: u8 = {
 };
 
 impl Opt {
-    pub const ALL: [Opt; 7] = [
+    pub const ALL: [Opt; 8] = [
         Opt::Ms,
         Opt::Peek,
         Opt::Refund,
@@ -75,6 +81,7 @@ impl Opt {
         Opt::Wait,
         Opt::AtMost,
         Opt::Block,
+        Opt::Tag,
     ];
 
     /// The word as written in the grammar (matched in any case).
@@ -87,6 +94,7 @@ impl Opt {
             Opt::Wait => "WAIT",
             Opt::AtMost => "AT_MOST",
             Opt::Block => "BLOCK",
+            Opt::Tag => "TAG",
         }
     }
 
@@ -100,6 +108,7 @@ impl Opt {
             Opt::Wait => "max_wait",
             Opt::AtMost => "at_most",
             Opt::Block => "duration",
+            Opt::Tag => "value",
         }
     }
 
@@ -108,7 +117,21 @@ impl Opt {
         match self {
             Opt::Block => Some(BLOCK_DURATION),
             Opt::Wait => Some(MAX_WAIT),
-            Opt::Ms | Opt::Peek | Opt::Refund | Opt::Force | Opt::AtMost => None,
+            Opt::Ms | Opt::Peek | Opt::Refund | Opt::Force | Opt::AtMost | Opt::Tag => None,
+        }
+    }
+
+    /// Whether a value follows the word: a number (see [`Opt::value`]), or
+    /// `TAG`'s bytes.
+    pub const fn takes_value(self) -> bool {
+        self.value().is_some() || matches!(self, Opt::Tag)
+    }
+
+    /// What its value is, for the error that finds it missing.
+    pub const fn value_name(self) -> &'static str {
+        match self.value() {
+            Some(param) => param.name,
+            None => "TAG value",
         }
     }
 
@@ -123,8 +146,19 @@ impl Opt {
 pub struct Accepts(pub &'static [Opt]);
 
 impl Accepts {
-    /// The rate commands, alone or several at once.
+    /// The rate commands that log (the sliding log), and several at once:
+    /// every option, `TAG` included.
     pub const RATE: Accepts = Accepts(&Opt::ALL);
+    /// The other rate commands: every option but `TAG`.
+    pub const UNTAGGED: Accepts = Accepts(&[
+        Opt::Ms,
+        Opt::Peek,
+        Opt::Refund,
+        Opt::Force,
+        Opt::Wait,
+        Opt::AtMost,
+        Opt::Block,
+    ]);
     /// The lease command.
     pub const LEASE: Accepts = Accepts(&[Opt::Ms, Opt::Peek]);
     /// A command that takes only a unit.

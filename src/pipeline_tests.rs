@@ -495,7 +495,7 @@ fn all_errors_name_the_limit_and_change_nothing() {
             &["RL.ALL", "1", "ok", "SLIDING_LOG", "10001", "1"],
             "ERR limit 1 (SLIDING_LOG): limit must be an integer from 1 to 10000 (CONFIG SET ratelimit.sliding_log_max_limit raises the cap, up to 1000000)",
         ),
-        (&["RL.ALL", "1", "ok", "FIXED", "5", "60", "FAST"], "ERR syntax error: unknown option 'FAST' (expected MS, PEEK, REFUND, FORCE, WAIT, AT_MOST or BLOCK)"),
+        (&["RL.ALL", "1", "ok", "FIXED", "5", "60", "FAST"], "ERR syntax error: unknown option 'FAST' (expected MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK or TAG)"),
         (&["RL.ALL", "1", "ok", "FIXED", "5", "60", "-1"], "ERR quantity must be an integer from 0 to 1000000000"),
         (
             &["RL.ALL", "2", "ok", "list", "FIXED", "5", "60", "FIXED", "5", "60"],

@@ -81,6 +81,16 @@ pub trait Rate: Sync {
 
     /// Whether it can reserve a request for a later instant (`Mode::Wait`).
     fn reserves(&self) -> bool;
+
+    /// The options its own command takes (`TAG` only where units are logged).
+    fn accepts(&self) -> Accepts;
+
+    /// The first bytes of its states (see `Codec::TAGS`).
+    fn tags(&self) -> &'static [u8];
+
+    /// The stored fields of the state `bytes` hold, named (`RL.INSPECT`), or
+    /// why they hold none of its states.
+    fn describe(&self, bytes: &[u8]) -> Result<Vec<(&'static str, crate::reply::Value)>, &'static str>;
 }
 
 /// A rate command, `rate`'s own (`command`): `args[0]` is its name,
@@ -92,7 +102,7 @@ pub fn command<S: Keyspace>(
     now: Instant,
     keys: &S,
 ) -> Result<Reply, CommandError> {
-    let (params, options) = args::after_key(command.name, args, rate.params().len(), Accepts::RATE)?;
+    let (params, options) = args::after_key(command.name, args, rate.params().len(), rate.accepts())?;
     let mut key = keys.open(1)?;
     let mut judged = Judged::default();
     rate.judge(params, &options, Joint::Alone, now, &mut key, &mut judged)?;
@@ -270,7 +280,8 @@ fn take_at_once<C: Codec>(
     if options.peek {
         judged.write = None;
     } else {
-        judged.write = Some(C::plan(state, &update.change, update.expires_at.ceil_millis()));
+        let expire_at_ms = update.expires_at.ceil_millis();
+        judged.write = Some(C::plan_tagged(state, &update.change, expire_at_ms, options.tag));
     }
     Some(Ok(()))
 }
@@ -364,7 +375,9 @@ fn plan<C: Codec>(
         Effect::Nothing | Effect::Refund(Giveback::Nothing) => return None,
         Effect::Record(update) => {
             let ms = update.expires_at.ceil_millis();
-            let write = judged.write.insert(C::plan(state, &update.change, ms));
+            let write = judged
+                .write
+                .insert(C::plan_tagged(state, &update.change, ms, options.tag));
             // The usual write, as planned: no block, no header.
             if block.is_none() && frame.block.is_none() {
                 return None;

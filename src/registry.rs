@@ -12,7 +12,8 @@ use crate::concurrency;
 use crate::config;
 use crate::docs::{self, DocArg};
 use crate::error::CommandError;
-use crate::options::Accepts;
+use crate::inspect;
+use crate::options::{Accepts, Opt};
 use crate::rate::{self, Rate};
 use crate::reply::Reply;
 use crate::store::Keyspace;
@@ -59,6 +60,10 @@ pub enum Kind {
     Release,
     /// A lease given a new deadline.
     Renew,
+    /// What a sliding log holds (`RL.LOG`).
+    Log,
+    /// What a limiter's key holds (`RL.INSPECT`).
+    Inspect,
 }
 
 impl Row {
@@ -73,12 +78,19 @@ impl Row {
             Kind::Concurrency => -(2 + concurrency::PARAMS.len() as i32),
             Kind::Release => 3,
             Kind::Renew => -4,
+            Kind::Log => -3,
+            Kind::Inspect => 2,
         }
+    }
+
+    /// Whether it writes nothing (a read-only replica runs it).
+    pub fn reads_only(&self) -> bool {
+        self.flags.split(' ').any(|flag| flag == "readonly")
     }
 
     pub fn doc_args(&self) -> Vec<DocArg> {
         match &self.kind {
-            Kind::Rate(rate) => docs::rate(rate.params(), Accepts::RATE),
+            Kind::Rate(rate) => docs::rate(rate.params(), rate.accepts()),
             // No options: the key, the parameters, the quantity.
             Kind::ClThrottle => docs::rate(&algorithms::GCRA.params, Accepts(&[])),
             Kind::All => {
@@ -109,6 +121,25 @@ impl Row {
             .into_iter()
             .chain(Accepts::UNIT.options().map(docs::option))
             .collect(),
+            Kind::Log => vec![
+                DocArg::key("key"),
+                DocArg::integer("window"),
+                docs::option(Opt::Ms),
+                docs::block(
+                    "by",
+                    Some("BY".to_string()),
+                    vec![DocArg {
+                        optional: false,
+                        ..DocArg::option("TAG", "tag")
+                    }],
+                )
+                .optional(),
+                DocArg {
+                    token: Some("COUNT".to_string()),
+                    ..DocArg::integer("count").optional()
+                },
+            ],
+            Kind::Inspect => vec![DocArg::key("key")],
         }
     }
 }
@@ -133,6 +164,8 @@ pub fn run<S: Keyspace>(row: &Row, args: &[&[u8]], now: Instant, keys: &S) -> Re
         Kind::Concurrency => concurrency::acquire(command, args, now, keys),
         Kind::Release => concurrency::release(command, args, now, keys),
         Kind::Renew => concurrency::renew(command, args, now, keys),
+        Kind::Log => inspect::log(command, args, now, keys),
+        Kind::Inspect => inspect::inspect(command, args, now, keys),
     }
 }
 
@@ -163,7 +196,10 @@ const fn rate_row(
     }
 }
 
-pub static COMMANDS: [Row; 10] = [
+const READ: &str = "readonly";
+const READ_CATEGORIES: &str = "read ratelimit";
+
+pub static COMMANDS: [Row; 12] = [
     rate_row(
         &algorithms::GCRA,
         &algorithms::GCRA.command,
@@ -254,5 +290,27 @@ pub static COMMANDS: [Row; 10] = [
         kind: Kind::ClThrottle,
         info: "cl_throttle",
         enabled: config::cl_throttle_enabled,
+    },
+    Row {
+        command: &inspect::LOG,
+        summary: "What a sliding log holds: the units counted in the last window, newest first, by instant and tag, or summed per tag",
+        complexity: "O(N) where N is the number of units counted",
+        flags: READ,
+        categories: READ_CATEGORIES,
+        keys: Keys::First,
+        kind: Kind::Log,
+        info: "log",
+        enabled: always,
+    },
+    Row {
+        command: &inspect::INSPECT,
+        summary: "What a limiter's key holds, decoded: its kind, its stored fields, its block and its PTTL",
+        complexity: "O(1) for the counters; O(N) for a tagged log's entries or a lease set's leases",
+        flags: READ,
+        categories: READ_CATEGORIES,
+        keys: Keys::First,
+        kind: Kind::Inspect,
+        info: "inspect",
+        enabled: always,
     },
 ];

@@ -14,7 +14,33 @@ pub enum Outcome {
     ShadowRefused,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A reply of any shape: what the read commands (`RL.LOG`, `RL.INSPECT`)
+/// answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    Integer(i64),
+    Bulk(Vec<u8>),
+    Nil,
+    Array(Vec<Value>),
+    /// Names and values, in this order: a map under RESP3, else a flat
+    /// array of names and values alternating.
+    Map(Vec<(&'static str, Value)>),
+}
+
+impl Value {
+    /// An integer from an unsigned count or instant (saturating: every
+    /// one the module keeps is far below 2^63).
+    pub fn int(v: u64) -> Value {
+        Value::Integer(i64::try_from(v).unwrap_or(i64::MAX))
+    }
+
+    /// A bulk string, or nil.
+    pub fn bulk_or_nil(bytes: Option<&[u8]>) -> Value {
+        bytes.map_or(Value::Nil, |b| Value::Bulk(b.to_vec()))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
     /// redis-cell's five integers (blocked, limit, remaining, retry_after,
     /// reset), then those a command adds (the binding limit's position
@@ -25,6 +51,8 @@ pub enum Reply {
         outcome: Outcome,
     },
     Integer(i64),
+    /// Anything else (`Box`ed: the decisions' replies stay small).
+    Value(Box<Value>),
 }
 
 impl Reply {
@@ -114,7 +142,7 @@ impl Reply {
     pub fn outcome(&self) -> Option<Outcome> {
         match self {
             Reply::Decision { outcome, .. } => Some(*outcome),
-            Reply::Integer(_) => None,
+            Reply::Integer(_) | Reply::Value(_) => None,
         }
     }
 
@@ -122,7 +150,7 @@ impl Reply {
     pub fn fields(&self) -> &[i64] {
         match self {
             Reply::Decision { fields, len, .. } => fields.get(..usize::from(*len)).unwrap_or(fields),
-            Reply::Integer(_) => &[],
+            Reply::Integer(_) | Reply::Value(_) => &[],
         }
     }
 }

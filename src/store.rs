@@ -26,6 +26,10 @@ pub trait Key {
 
     /// Apply `write` and replicate its effect (see [`Write`]).
     fn write(&mut self, write: &Write);
+
+    /// Milliseconds until the key expires, as `PTTL` answers them (-1: no
+    /// expiry; read for a key that holds something).
+    fn pttl(&mut self) -> i64;
 }
 
 /// The keys of the running command, by their position in its arguments.

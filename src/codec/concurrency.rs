@@ -98,6 +98,11 @@ impl LeaseView<'_> {
 /// past this, was not given by the module: the state is corrupt.
 pub const MAX_ID: u64 = 1 << 62;
 
+/// Whether a state starting with `first` would be a lease list.
+pub fn holds_first(first: u8) -> bool {
+    first == TAG
+}
+
 /// Whether `bytes` are a lease list (for the error of another command on
 /// its key).
 pub fn holds(bytes: &[u8]) -> bool {

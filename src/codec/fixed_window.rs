@@ -2,6 +2,7 @@
 //! 7 bytes), the units allowed in it (4 bytes), little-endian.
 
 use super::{Encoder, Fields, ValueCodec};
+use crate::reply::Value;
 use crate::store::Bytes;
 use rl_core::{FixedWindow, WindowCount};
 
@@ -21,6 +22,13 @@ impl ValueCodec for FixedWindowCodec {
         let start = f.take_u64(7);
         let count = f.take_u64(4);
         WindowCount::new(start, count).ok_or("count out of range")
+    }
+
+    fn describe(w: &WindowCount) -> Vec<(&'static str, Value)> {
+        vec![
+            ("window_start_us", Value::int(w.start())),
+            ("count", Value::int(w.count())),
+        ]
     }
 
     fn encode(w: &WindowCount) -> Bytes {

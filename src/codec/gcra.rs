@@ -15,6 +15,7 @@
 
 use super::{Encoder, Fields, ValueCodec};
 use crate::decimal;
+use crate::reply::Value;
 use crate::store::Bytes;
 use rl_core::{Gcra, Tat};
 
@@ -44,6 +45,13 @@ impl ValueCodec for GcraCodec {
             return Tat::new(units, per_micro).ok_or(OUT_OF_RANGE);
         }
         decode_released(bytes)
+    }
+
+    /// The TAT rounded up to a whole µs.
+    fn describe(tat: &Tat) -> Vec<(&'static str, Value)> {
+        let per_micro = u128::from(tat.per_micro().max(1));
+        let micros = tat.units().div_ceil(per_micro);
+        vec![("tat_us", Value::int(u64::try_from(micros).unwrap_or(u64::MAX)))]
     }
 
     fn encode(tat: &Tat) -> Bytes {

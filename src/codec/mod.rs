@@ -7,6 +7,7 @@ pub mod frame;
 mod gcra;
 mod sliding_counter;
 mod sliding_log;
+pub mod tagged_log;
 mod token_bucket;
 
 pub use fixed_window::FixedWindowCodec;
@@ -15,6 +16,7 @@ pub use sliding_counter::SlidingCounterCodec;
 pub use sliding_log::SlidingLogCodec;
 pub use token_bucket::TokenBucketCodec;
 
+use crate::reply::Value;
 use crate::store::{Bytes, Write};
 use rl_core::Limiter;
 
@@ -31,6 +33,8 @@ pub trait Codec: 'static {
     /// The first bytes this algorithm's states start with, and no other
     /// algorithm's do: they tell a key's algorithm apart.
     const TAGS: &'static [u8];
+    /// Whether it logs units, which a call may tag (`TAG`).
+    const LOGS: bool = false;
 
     /// Parse a stored value.
     fn decode(bytes: &[u8]) -> Result<StateOf<'_, Self>, &'static str>;
@@ -39,9 +43,25 @@ pub trait Codec: 'static {
     /// stored bytes are still borrowed.
     fn plan(state: Option<&StateOf<'_, Self>>, change: &ChangeOf<Self>, expire_at_ms: u64) -> Write;
 
+    /// [`Codec::plan`] for a call that tags what it logs (`TAG`): only the
+    /// sliding log keeps tags; the others write what they always do.
+    #[inline(always)]
+    fn plan_tagged(
+        state: Option<&StateOf<'_, Self>>,
+        change: &ChangeOf<Self>,
+        expire_at_ms: u64,
+        _tag: Option<&[u8]>,
+    ) -> Write {
+        Self::plan(state, change, expire_at_ms)
+    }
+
     /// The write that stores what a refund changes in `state` (there is
     /// one: a refund changes nothing without a state).
     fn plan_refund(state: &StateOf<'_, Self>, refund: &RefundOf<Self>, expire_at_ms: u64) -> Write;
+
+    /// The stored fields of `state`, named, for `RL.INSPECT`: instants in
+    /// µs since the Unix epoch, counts in units.
+    fn describe(state: &StateOf<'_, Self>) -> Vec<(&'static str, Value)>;
 
     /// Entries this change adds to a log (for `INFO`); 0 but for the sliding log.
     fn entries_logged(_change: &ChangeOf<Self>) -> u64 {
@@ -68,6 +88,8 @@ pub trait ValueCodec: 'static {
 
     fn decode(bytes: &[u8]) -> Result<Self::Value, &'static str>;
     fn encode(value: &Self::Value) -> Bytes;
+    /// See [`Codec::describe`].
+    fn describe(value: &Self::Value) -> Vec<(&'static str, Value)>;
 }
 
 impl<T: ValueCodec> Codec for T {
@@ -84,6 +106,10 @@ impl<T: ValueCodec> Codec for T {
             expire_at_ms,
             share: T::SHARE_NEW,
         }
+    }
+
+    fn describe(value: &T::Value) -> Vec<(&'static str, Value)> {
+        <T as ValueCodec>::describe(value)
     }
 
     fn plan_refund(_: &T::Value, refunded: &T::Value, expire_at_ms: u64) -> Write {

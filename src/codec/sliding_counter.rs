@@ -3,6 +3,7 @@
 //! (4 bytes each), little-endian.
 
 use super::{Encoder, Fields, ValueCodec};
+use crate::reply::Value;
 use crate::store::Bytes;
 use rl_core::{SlidingCounter, WindowPair};
 
@@ -23,6 +24,14 @@ impl ValueCodec for SlidingCounterCodec {
         let previous = f.take_u64(4);
         let current = f.take_u64(4);
         WindowPair::new(start, previous, current).ok_or("count out of range")
+    }
+
+    fn describe(p: &WindowPair) -> Vec<(&'static str, Value)> {
+        vec![
+            ("window_start_us", Value::int(p.start())),
+            ("previous", Value::int(p.previous())),
+            ("current", Value::int(p.current())),
+        ]
     }
 
     fn encode(p: &WindowPair) -> Bytes {

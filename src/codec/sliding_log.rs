@@ -8,15 +8,17 @@
 //! those bytes: replication traffic is O(q) whatever the limit (see
 //! [`Write::Patch`]).
 
+use super::tagged_log;
 use super::{ChangeOf, Codec, StateOf};
+use crate::reply::Value;
 use crate::store::{Bytes, Fill, Patches, Write};
 use rl_core::sliding_log::ENTRY_BYTES;
 use rl_core::{Append, LogView, Shed, SlidingLog};
 
 pub struct SlidingLogCodec;
 
-const TAG: u8 = b'L';
-const HEADER: usize = 5;
+pub(super) const TAG: u8 = b'L';
+pub(super) const HEADER: usize = 5;
 
 fn header(oldest: usize) -> [u8; HEADER] {
     let oldest = u32::try_from(oldest).unwrap_or(u32::MAX).to_le_bytes();
@@ -166,11 +168,9 @@ fn shed(log: &LogView<'_>, shed: &Shed, expire_at_ms: u64) -> Write {
     }
 }
 
-impl Codec for SlidingLogCodec {
-    type Limiter = SlidingLog;
-    const TAGS: &'static [u8] = &[TAG];
-
-    fn decode(bytes: &[u8]) -> Result<LogView<'_>, &'static str> {
+impl SlidingLogCodec {
+    /// An untagged log (`L`).
+    pub(super) fn decode_log(bytes: &[u8]) -> Result<LogView<'_>, &'static str> {
         const SHAPE: &str = "expected 'L', a 4-byte ring position and 8-byte instants";
         if bytes.len() < HEADER || bytes[0] != TAG || !(bytes.len() - HEADER).is_multiple_of(ENTRY_BYTES) {
             return Err(SHAPE);
@@ -180,8 +180,42 @@ impl Codec for SlidingLogCodec {
         let oldest = usize::try_from(u32::from_le_bytes(oldest)).map_err(|_| SHAPE)?;
         LogView::new(&bytes[HEADER..], oldest).ok_or("ring position or order of instants out of range")
     }
+}
+
+impl Codec for SlidingLogCodec {
+    type Limiter = SlidingLog;
+    const TAGS: &'static [u8] = &[TAG, tagged_log::TAG];
+    const LOGS: bool = true;
+
+    #[inline]
+    fn decode(bytes: &[u8]) -> Result<LogView<'_>, &'static str> {
+        match bytes.first() {
+            Some(&tagged_log::TAG) => tagged_log::decode(bytes),
+            _ => SlidingLogCodec::decode_log(bytes),
+        }
+    }
 
     fn plan(state: Option<&StateOf<'_, Self>>, append: &ChangeOf<Self>, expire_at_ms: u64) -> Write {
+        Self::plan_tagged(state, append, expire_at_ms, None)
+    }
+
+    /// A tagged call, or any call on a tagged log, rewrites the log whole
+    /// (see `tagged_log`); an untagged call on an untagged log writes what
+    /// it always did.
+    #[inline]
+    fn plan_tagged(
+        state: Option<&StateOf<'_, Self>>,
+        append: &ChangeOf<Self>,
+        expire_at_ms: u64,
+        tag: Option<&[u8]>,
+    ) -> Write {
+        if tag.is_some() || state.is_some_and(|log| log.tags().is_some()) {
+            return Write::Set {
+                value: tagged_log::appended(state, append, tag),
+                expire_at_ms,
+                share: false,
+            };
+        }
         let keep = usize::try_from(append.keep).unwrap_or(usize::MAX);
         let at = append.at.as_micros();
         let value = match state {
@@ -209,7 +243,26 @@ impl Codec for SlidingLogCodec {
     }
 
     fn plan_refund(log: &LogView<'_>, refund: &Shed, expire_at_ms: u64) -> Write {
+        if log.tags().is_some() {
+            return Write::Set {
+                value: tagged_log::shed(log, usize::try_from(refund.newest).unwrap_or(usize::MAX)),
+                expire_at_ms,
+                share: false,
+            };
+        }
         shed(log, refund, expire_at_ms)
+    }
+
+    fn describe(log: &LogView<'_>) -> Vec<(&'static str, Value)> {
+        let n = log.len();
+        let tagged = tagged_log::tags_of_if_any(log).map_or(0, |tags| tags.iter().flatten().count());
+        let at = |i: Option<usize>| i.map_or(Value::Nil, |i| Value::int(log.get(i)));
+        vec![
+            ("entries", Value::int(n as u64)),
+            ("tagged", Value::int(tagged as u64)),
+            ("oldest_us", at((n > 0).then_some(0))),
+            ("newest_us", at(n.checked_sub(1))),
+        ]
     }
 
     fn entries_logged(append: &Append) -> u64 {

@@ -6,6 +6,7 @@
 //! they were.
 
 use super::{Encoder, Fields, ValueCodec};
+use crate::reply::Value;
 use crate::store::Bytes;
 use rl_core::{Instant, TokenBucket, Tokens};
 
@@ -25,6 +26,17 @@ impl ValueCodec for TokenBucketCodec {
         let grains_per_token = f.take_u64(7);
         let level = signed(f.take(12));
         Tokens::new(level, grains_per_token, updated_at).ok_or("token level or refill unit out of range")
+    }
+
+    /// Whole tokens (rounded down: below zero in debt) and the instant
+    /// they were counted at.
+    fn describe(tokens: &Tokens) -> Vec<(&'static str, Value)> {
+        let per_token = i128::from(tokens.grains_per_token().max(1));
+        let whole = tokens.level().div_euclid(per_token);
+        vec![
+            ("tokens", Value::Integer(i64::try_from(whole).unwrap_or(i64::MAX))),
+            ("updated_us", Value::int(tokens.updated_at().as_micros())),
+        ]
     }
 
     fn encode(tokens: &Tokens) -> Bytes {

@@ -27,6 +27,9 @@ pub struct Api {
     pub reply_with_array: unsafe extern "C" fn(Ctx, c_long) -> c_int,
     pub reply_with_long_long: unsafe extern "C" fn(Ctx, c_longlong) -> c_int,
     pub reply_with_error: unsafe extern "C" fn(Ctx, *const c_char) -> c_int,
+    pub reply_with_string_buffer: unsafe extern "C" fn(Ctx, *const c_char, usize) -> c_int,
+    pub reply_with_null: unsafe extern "C" fn(Ctx) -> c_int,
+    pub get_expire: unsafe extern "C" fn(KeyPtr) -> c_longlong,
     pub log: unsafe extern "C" fn(Ctx, *const c_char, *const c_char, ...),
     /// The server's clock in milliseconds, as its relative expiries read it.
     pub milliseconds: unsafe extern "C" fn() -> c_longlong,
@@ -42,6 +45,8 @@ pub struct Api {
     /// For the commands whose keys the server asks the module for.
     pub is_keys_position_request: Option<unsafe extern "C" fn(Ctx) -> c_int>,
     pub key_at_pos: Option<unsafe extern "C" fn(Ctx, c_int)>,
+    /// RESP3 maps (Redis 7.0+): without it a map is answered as a flat array.
+    pub reply_with_map: Option<unsafe extern "C" fn(Ctx, c_long) -> c_int>,
 }
 
 static API: OnceLock<Api> = OnceLock::new();
@@ -78,6 +83,10 @@ impl Api {
                 reply_with_long_long: raw::RedisModule_ReplyWithLongLong
                     .ok_or("RedisModule_ReplyWithLongLong")?,
                 reply_with_error: raw::RedisModule_ReplyWithError.ok_or("RedisModule_ReplyWithError")?,
+                reply_with_string_buffer: raw::RedisModule_ReplyWithStringBuffer
+                    .ok_or("RedisModule_ReplyWithStringBuffer")?,
+                reply_with_null: raw::RedisModule_ReplyWithNull.ok_or("RedisModule_ReplyWithNull")?,
+                get_expire: raw::RedisModule_GetExpire.ok_or("RedisModule_GetExpire")?,
                 log: raw::RedisModule_Log.ok_or("RedisModule_Log")?,
                 milliseconds: raw::RedisModule_Milliseconds.ok_or("RedisModule_Milliseconds")?,
                 set_abs_expire: raw::RedisModule_SetAbsExpire,
@@ -88,6 +97,7 @@ impl Api {
                 microseconds: raw::RedisModule_Microseconds,
                 is_keys_position_request: raw::RedisModule_IsKeysPositionRequest,
                 key_at_pos: raw::RedisModule_KeyAtPos,
+                reply_with_map: raw::RedisModule_ReplyWithMap,
             }
         };
         // A reload of the module in the same process finds the table set.

@@ -7,7 +7,7 @@ use super::clock;
 use super::key::{string_bytes, ServerKeys};
 use crate::error::CommandError;
 use crate::registry::{self, Keys, Row, COMMANDS};
-use crate::reply::Reply;
+use crate::reply::{Reply, Value};
 use redis_module::raw;
 use std::ffi::CString;
 use std::mem::MaybeUninit;
@@ -199,7 +199,49 @@ unsafe fn reply(api: &Api, ctx: *mut raw::RedisModuleCtx, result: Result<Reply, 
             (api.reply_with_long_long)(ctx, v);
         },
         // SAFETY: the caller's contract.
+        Ok(Reply::Value(value)) => unsafe { reply_value(api, ctx, &value) },
+        // SAFETY: the caller's contract.
         Err(error) => unsafe { reply_error(api, ctx, &error) },
+    }
+}
+
+/// Write a reply of any shape (a map as a map where the server has maps,
+/// which it writes as a flat array to a RESP2 client; else as that array).
+///
+/// # Safety
+/// `ctx` is the running command's context.
+#[cold]
+#[inline(never)]
+unsafe fn reply_value(api: &Api, ctx: *mut raw::RedisModuleCtx, value: &Value) {
+    let len = |n: usize| c_long::try_from(n).unwrap_or(c_long::MAX);
+    // SAFETY (every call below): the caller's contract; the server copies
+    // what it is given.
+    match value {
+        Value::Integer(v) => unsafe {
+            (api.reply_with_long_long)(ctx, *v);
+        },
+        Value::Bulk(bytes) => unsafe {
+            (api.reply_with_string_buffer)(ctx, bytes.as_ptr().cast(), bytes.len());
+        },
+        Value::Nil => unsafe {
+            (api.reply_with_null)(ctx);
+        },
+        Value::Array(items) => unsafe {
+            (api.reply_with_array)(ctx, len(items.len()));
+            for item in items {
+                reply_value(api, ctx, item);
+            }
+        },
+        Value::Map(pairs) => unsafe {
+            match api.reply_with_map {
+                Some(map) => map(ctx, len(pairs.len())),
+                None => (api.reply_with_array)(ctx, len(2 * pairs.len())),
+            };
+            for (name, item) in pairs {
+                (api.reply_with_string_buffer)(ctx, name.as_ptr().cast(), name.len());
+                reply_value(api, ctx, item);
+            }
+        },
     }
 }
 

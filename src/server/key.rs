@@ -208,6 +208,17 @@ impl Key for ServerKey<'_> {
         content
     }
 
+    fn pttl(&mut self) -> i64 {
+        // SAFETY: the key is open; the call only reads it.
+        let ms = unsafe { (self.api.get_expire)(self.key.as_ptr()) };
+        // REDISMODULE_NO_EXPIRE is -1, as PTTL answers for a key without one.
+        if ms < 0 {
+            -1
+        } else {
+            ms
+        }
+    }
+
     fn write(&mut self, write: &Write) {
         self.changed = true;
         match write {

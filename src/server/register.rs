@@ -100,6 +100,7 @@ impl Arena {
             ArgKind::PureToken => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
             ArgKind::Block => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK,
             ArgKind::OneOf => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF,
+            ArgKind::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
         };
         let mut flags = 0;
         if arg.optional {
@@ -127,13 +128,16 @@ impl Arena {
     }
 }
 
-/// The key spec of a row's keys: read, written and updated.
+/// The key spec of a row's keys: read, written and updated; or only read,
+/// for a command that writes nothing.
 fn key_specs(row: &Row) -> [raw::RedisModuleCommandKeySpec; 2] {
     // SAFETY: all-zero is a valid key spec (and the terminator).
     let mut specs: [raw::RedisModuleCommandKeySpec; 2] = unsafe { std::mem::zeroed() };
-    specs[0].flags = u64::from(
-        raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-    );
+    specs[0].flags = u64::from(if row.reads_only() {
+        raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS
+    } else {
+        raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE
+    });
     specs[0].begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
     specs[0].bs.index.pos = 1;
     match row.keys {

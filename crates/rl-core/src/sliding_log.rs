@@ -27,11 +27,13 @@ pub struct SlidingLog {
 
 /// A read-only view of a stored log: `len` instants in a ring of packed
 /// `u64` LE slots, the oldest at slot `oldest`, non-decreasing from oldest
-/// to newest.
+/// to newest; and the bytes the storage layer keeps with them (a tagged
+/// log's tags), carried for it and never read here.
 #[derive(Copy, Clone, Debug)]
 pub struct LogView<'a> {
     slots: &'a [u8],
     oldest: usize,
+    tags: Option<&'a [u8]>,
 }
 
 impl<'a> LogView<'a> {
@@ -47,9 +49,28 @@ impl<'a> LogView<'a> {
         if oldest >= len.max(1) {
             return None;
         }
-        let view = LogView { slots, oldest };
+        let view = LogView {
+            slots,
+            oldest,
+            tags: None,
+        };
         let ordered = len == 0 || view.get(0) <= view.get(len - 1);
         ordered.then_some(view)
+    }
+
+    /// The same view, carrying the storage layer's `tags` (see
+    /// [`LogView::tags`]).
+    pub fn with_tags(self, tags: &'a [u8]) -> LogView<'a> {
+        LogView {
+            tags: Some(tags),
+            ..self
+        }
+    }
+
+    /// What the storage layer keeps beside the instants, when it keeps
+    /// anything: a tagged log's tags. Decisions never read them.
+    pub fn tags(&self) -> Option<&'a [u8]> {
+        self.tags
     }
 
     pub fn len(&self) -> usize {
@@ -229,6 +250,7 @@ impl Limiter for SlidingLog {
         let empty = LogView {
             slots: &[],
             oldest: 0,
+            tags: None,
         };
         let log = state.unwrap_or(&empty);
         let n = log.len();
