@@ -1590,7 +1590,7 @@ do
       end
     end
     if i > n then return req end
-    local seen, block, max_wait, tag = {}, nil, nil, nil
+    local seen, block, max_wait = {}, nil, nil
     while i <= n do
       local token = args[i]
       local option = OPTION_OF[lower(token)]
@@ -1602,7 +1602,19 @@ do
         if not value then
           fail(fmt('ERR syntax error: %s needs a value (%s)', OPTION_WORDS[option], VALUE_OF[option]))
         end
-        if option == WAIT then max_wait = value elseif option == BLOCK then block = value else tag = value end
+        if option == WAIT then
+          max_wait = value
+        elseif option == BLOCK then
+          block = value
+        else
+          -- (Checked as it is read, as the module does.)
+          local most = SETTINGS.tag_max_bytes
+          if #value < 1 or #value > most then
+            fail(fmt('ERR TAG value must be 1 to %d bytes (the tag_max_bytes setting at the top of the library raises the cap, up to %d)',
+              most, MAX_TAG_BYTES))
+          end
+          req.tag = value
+        end
       end
       seen[option] = true
       if option == MS then
@@ -1625,14 +1637,6 @@ do
       req.max_wait = duration(max_wait, 'WAIT max_wait', 0, req.unit)
     end
     if block then req.block = duration(block, 'BLOCK duration', 1, req.unit) end
-    if tag then
-      local most = SETTINGS.tag_max_bytes
-      if #tag < 1 or #tag > most then
-        fail(fmt('ERR TAG value must be 1 to %d bytes (the tag_max_bytes setting at the top of the library raises the cap, up to %d)',
-          most, MAX_TAG_BYTES))
-      end
-      req.tag = tag
-    end
     return req
   end
 end
@@ -1916,7 +1920,7 @@ local function log_value(words, tags)
 end
 
 do
-  local TAGGED_SHAPE = 'expected \'l\', a 4-byte count, its 8-byte instants and as many tags'
+  local TAGGED_SHAPE = 'expected \'l\', an entry count, its 8-byte instants and as many tags'
 
   local function decode_tagged(s)
     local len = #s
@@ -1924,12 +1928,6 @@ do
     local n = unpack('<I4', s, 2)
     local records = LOG_HEADER + n * 8
     if records > len then return nil, TAGGED_SHAPE end
-    local log = { s = log_header(0) .. sub(s, LOG_HEADER + 1, records), n = n, oldest = 0, tagged = 0 }
-    if n > 0 then
-      local flo, fhi = unpack('<I4I4', s, LOG_HEADER + 1)
-      local llo, lhi = unpack('<I4I4', s, records - 7)
-      if fhi > lhi or (fhi == lhi and flo > llo) then return nil, 'order of instants out of range' end
-    end
     local tags, at, tagged = {}, records + 1, 0
     for i = 1, n do
       if at + 1 > len then return nil, TAGGED_SHAPE end
@@ -1944,12 +1942,13 @@ do
       at = at + 2 + size
     end
     if at ~= len + 1 then return nil, TAGGED_SHAPE end
-    log.tags, log.tagged = tags, tagged
     if n > 0 then
-      local lo, hi = unpack('<I4I4', s, records - 7)
-      if hi >= 2097152 or hi * TWO32 + lo >= RANGE.instant then return nil, nil, true end
+      local flo, fhi = unpack('<I4I4', s, LOG_HEADER + 1)
+      local llo, lhi = unpack('<I4I4', s, records - 7)
+      if fhi > lhi or (fhi == lhi and flo > llo) then return nil, 'order of instants out of range' end
+      if lhi >= 2097152 or lhi * TWO32 + llo >= RANGE.instant then return nil, nil, true end
     end
-    return log
+    return { s = log_header(0) .. sub(s, LOG_HEADER + 1, records), n = n, oldest = 0, tags = tags, tagged = tagged }
   end
 
   local function decode_log(s)

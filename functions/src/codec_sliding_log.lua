@@ -61,7 +61,7 @@ local function log_value(words, tags)
 end
 
 do
-  local TAGGED_SHAPE = 'expected \'l\', a 4-byte count, its 8-byte instants and as many tags'
+  local TAGGED_SHAPE = 'expected \'l\', an entry count, its 8-byte instants and as many tags'
 
   local function decode_tagged(s)
     local len = #s
@@ -69,12 +69,6 @@ do
     local n = unpack('<I4', s, 2)
     local records = LOG_HEADER + n * 8
     if records > len then return nil, TAGGED_SHAPE end
-    local log = { s = log_header(0) .. sub(s, LOG_HEADER + 1, records), n = n, oldest = 0, tagged = 0 }
-    if n > 0 then
-      local flo, fhi = unpack('<I4I4', s, LOG_HEADER + 1)
-      local llo, lhi = unpack('<I4I4', s, records - 7)
-      if fhi > lhi or (fhi == lhi and flo > llo) then return nil, 'order of instants out of range' end
-    end
     local tags, at, tagged = {}, records + 1, 0
     for i = 1, n do
       if at + 1 > len then return nil, TAGGED_SHAPE end
@@ -89,12 +83,13 @@ do
       at = at + 2 + size
     end
     if at ~= len + 1 then return nil, TAGGED_SHAPE end
-    log.tags, log.tagged = tags, tagged
     if n > 0 then
-      local lo, hi = unpack('<I4I4', s, records - 7)
-      if hi >= 2097152 or hi * TWO32 + lo >= RANGE.instant then return nil, nil, true end
+      local flo, fhi = unpack('<I4I4', s, LOG_HEADER + 1)
+      local llo, lhi = unpack('<I4I4', s, records - 7)
+      if fhi > lhi or (fhi == lhi and flo > llo) then return nil, 'order of instants out of range' end
+      if lhi >= 2097152 or lhi * TWO32 + llo >= RANGE.instant then return nil, nil, true end
     end
-    return log
+    return { s = log_header(0) .. sub(s, LOG_HEADER + 1, records), n = n, oldest = 0, tags = tags, tagged = tagged }
   end
 
   local function decode_log(s)

@@ -70,7 +70,7 @@ do
       end
     end
     if i > n then return req end
-    local seen, block, max_wait, tag = {}, nil, nil, nil
+    local seen, block, max_wait = {}, nil, nil
     while i <= n do
       local token = args[i]
       local option = OPTION_OF[lower(token)]
@@ -82,7 +82,19 @@ do
         if not value then
           fail(fmt('ERR syntax error: %s needs a value (%s)', OPTION_WORDS[option], VALUE_OF[option]))
         end
-        if option == WAIT then max_wait = value elseif option == BLOCK then block = value else tag = value end
+        if option == WAIT then
+          max_wait = value
+        elseif option == BLOCK then
+          block = value
+        else
+          -- (Checked as it is read, as the module does.)
+          local most = SETTINGS.tag_max_bytes
+          if #value < 1 or #value > most then
+            fail(fmt('ERR TAG value must be 1 to %d bytes (the tag_max_bytes setting at the top of the library raises the cap, up to %d)',
+              most, MAX_TAG_BYTES))
+          end
+          req.tag = value
+        end
       end
       seen[option] = true
       if option == MS then
@@ -105,14 +117,6 @@ do
       req.max_wait = duration(max_wait, 'WAIT max_wait', 0, req.unit)
     end
     if block then req.block = duration(block, 'BLOCK duration', 1, req.unit) end
-    if tag then
-      local most = SETTINGS.tag_max_bytes
-      if #tag < 1 or #tag > most then
-        fail(fmt('ERR TAG value must be 1 to %d bytes (the tag_max_bytes setting at the top of the library raises the cap, up to %d)',
-          most, MAX_TAG_BYTES))
-      end
-      req.tag = tag
-    end
     return req
   end
 end
