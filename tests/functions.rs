@@ -922,7 +922,7 @@ fn every_error_path_answers_alike() {
         inputs.push(owned(args));
     }
     // States: of another algorithm, of another type, corrupt.
-    let states: [(&str, &[&str]); 28] = [
+    let states: [(&str, &[&str]); 30] = [
         ("gcra", &["RL.GCRA", "s:gcra", "2", "1", "3600"]),
         ("bucket", &["RL.TOKEN_BUCKET", "s:bucket", "3", "1", "3600"]),
         ("fixed", &["RL.FIXED", "s:fixed", "3", "3600"]),
@@ -1000,6 +1000,31 @@ fn every_error_path_answers_alike() {
             ],
         ),
         ("tagged-junk", &["SET", "s:tagged-junk", "ljunk"]),
+        // Reservations far ahead (the year 2128: every entry counted), of
+        // two instants, their tags interleaved: RL.LOG's items per instant
+        // and tag, in the order first met, and COUNT within an instant.
+        (
+            "tagged-ahead",
+            &[
+                "SET",
+                "s:tagged-ahead",
+                concat!(
+                    "l\x06\x00\x00\x00",
+                    "pppppp\x11\x00pppppp\x11\x00qppppp\x11\x00",
+                    "qppppp\x11\x00qppppp\x11\x00qppppp\x11\x00",
+                    "\x01\x00a\x00\x00\x01\x00b\x01\x00a\x01\x00b\x00\x00"
+                ),
+            ],
+        ),
+        // An untagged ring whose oldest entry is in slot 1.
+        (
+            "ring",
+            &[
+                "SET",
+                "s:ring",
+                "L\x01\x00\x00\x00rppppp\x11\x00pppppp\x11\x00qppppp\x11\x00",
+            ],
+        ),
     ];
     let setup: Vec<Step> = states
         .iter()
@@ -1034,6 +1059,10 @@ fn every_error_path_answers_alike() {
         inputs.push(vec!["RL.INSPECT".into(), key.clone()]);
         inputs.push(vec!["RL.LOG".into(), key.clone(), "1000000000".into()]);
         inputs.push(owned(&["RL.LOG", &key, "1000000000", "BY", "TAG"]));
+        for count in ["1", "2", "3", "4"] {
+            inputs.push(owned(&["RL.LOG", &key, "1", "MS", "COUNT", count]));
+            inputs.push(owned(&["RL.LOG", &key, "1", "BY", "TAG", "COUNT", count]));
+        }
         // Read, then written by each kind of call: a tag, none, a refund.
         for tail in [
             &["TAG", "u"][..],
