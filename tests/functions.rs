@@ -1654,6 +1654,74 @@ fn the_library_shadow_switch() {
     println!("{shadowed} refusals shadowed alike");
 }
 
+/// The library's `tag_max_bytes` (its settings table, the library loaded
+/// again) beside the module's `ratelimit.tag_max_bytes`, at the ceiling and
+/// at the floor: the same tags taken (`rl_sliding_log`, `rl_all`) and
+/// refused, with the same error but for the hint, and the same bytes. (The
+/// scripts keep the table as it is: not compared here.)
+#[test]
+fn the_library_tag_max_bytes_setting() {
+    let source = common::library_source();
+    let default = "    tag_max_bytes = 64,\n";
+    assert_eq!(
+        source.matches(default).count(),
+        1,
+        "the settings table's tag_max_bytes"
+    );
+    for cap in ["1024", "1"] {
+        let library = source.replace(default, &format!("    tag_max_bytes = {cap},\n"));
+        let Some(mut both) = SideBySide::start(&library) else {
+            return; // needs the module and Functions: runs in the module's run on 7.0+
+        };
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("ratelimit.tag_max_bytes")
+            .arg(cap)
+            .query(&mut both.con)
+            .unwrap();
+        let (mut taken, mut refused) = (0, 0);
+        for len in [1usize, 2, 64, 65, 1024, 1025] {
+            let tag = "t".repeat(len);
+            let key = format!("tag:{cap}:{len}");
+            let calls = [
+                vec!["RL.SLIDING_LOG", &key, "5", "3600", "2", "TAG", &tag],
+                vec!["RL.SLIDING_LOG", &key, "5", "3600"],
+                vec!["RL.ALL", "1", &key, "SLIDING_LOG", "5", "3600", "TAG", &tag],
+                vec!["RL.LOG", &key, "3600", "BY", "TAG"],
+            ];
+            for args in calls {
+                let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+                let outcome = both.run(&[Step {
+                    args: bytes(&args),
+                    keys: vec![key.as_bytes().to_vec()],
+                }]);
+                let outcome = &outcome[0];
+                let show = format!("{} ... (a tag of {len} bytes, cap {cap})", args[..4].join(" "));
+                assert_eq!(
+                    common::editions::comparable(&outcome.replies[0]),
+                    common::editions::comparable(&outcome.replies[1]),
+                    "{show}"
+                );
+                if both.one_instant {
+                    assert_eq!(outcome.states[0], outcome.states[1], "{show}");
+                }
+                match common::editions::error_of(&outcome.replies[0]) {
+                    Some(text) => {
+                        assert!(
+                            text.starts_with(&format!("ERR TAG value must be 1 to {cap} bytes")),
+                            "{show}: {text}"
+                        );
+                        refused += 1;
+                    }
+                    None => taken += 1,
+                }
+            }
+        }
+        let expected = if cap == "1" { 5 } else { 1 };
+        assert_eq!(refused, expected * 2, "cap {cap}: {taken} taken");
+    }
+}
+
 /// `MEMORY USAGE` of one limiter of each algorithm (and of 1,000 leases)
 /// written by the module and by the library with the same calls: the same
 /// bytes, so at most the 1.5 times of SPEC 17; printed, to be the table of
