@@ -214,24 +214,27 @@ unsafe fn reply(api: &Api, ctx: *mut raw::RedisModuleCtx, result: Result<Reply, 
 #[inline(never)]
 unsafe fn reply_value(api: &Api, ctx: *mut raw::RedisModuleCtx, value: &Value) {
     let len = |n: usize| c_long::try_from(n).unwrap_or(c_long::MAX);
-    // SAFETY (every call below): the caller's contract; the server copies
-    // what it is given.
     match value {
+        // SAFETY: the caller's contract; the server copies what it is given.
         Value::Integer(v) => unsafe {
             (api.reply_with_long_long)(ctx, *v);
         },
+        // SAFETY: the caller's contract; the server copies what it is given.
         Value::Bulk(bytes) => unsafe {
             (api.reply_with_string_buffer)(ctx, bytes.as_ptr().cast(), bytes.len());
         },
+        // SAFETY: the caller's contract; the server copies what it is given.
         Value::Nil => unsafe {
             (api.reply_with_null)(ctx);
         },
+        // SAFETY: the caller's contract; the server copies what it is given.
         Value::Array(items) => unsafe {
             (api.reply_with_array)(ctx, len(items.len()));
             for item in items {
                 reply_value(api, ctx, item);
             }
         },
+        // SAFETY: the caller's contract; the server copies what it is given.
         Value::Map(pairs) => unsafe {
             match api.reply_with_map {
                 Some(map) => map(ctx, len(pairs.len())),
