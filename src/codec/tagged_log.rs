@@ -184,13 +184,12 @@ mod tests {
         let v = appended(Some(&log), &append(50, 1, 4), Some(b"bo"));
         let log = decode(v.as_slice()).unwrap();
         let v = appended(Some(&log), &append(30, 2, 4), Some(b"cy"));
-        let ann = Some(b"ann".to_vec());
         let (bo, cy) = (Some(b"bo".to_vec()), Some(b"cy".to_vec()));
+        // The two entries tagged "ann" were the oldest: they went.
         assert_eq!(
             entries(v.as_slice()),
             vec![(20, None), (30, cy.clone()), (30, cy), (50, bo)]
         );
-        let _ = ann;
     }
 
     #[test]
@@ -212,6 +211,61 @@ mod tests {
         let mut expected = vec![b'L', 0, 0, 0, 0];
         expected.extend(10u64.to_le_bytes());
         assert_eq!(v.as_slice(), &expected[..]);
+    }
+
+    /// Random appends (tagged or not, at instants that may precede the
+    /// newest, with limits that change) and refunds through the codec's own
+    /// entry points, against a list of (instant, tag): the same entries in
+    /// the same order, the untagged form exactly when no tag is left.
+    #[test]
+    fn the_codec_keeps_what_a_list_of_tagged_entries_keeps() {
+        use crate::codec::{Codec, SlidingLogCodec};
+        use rl_core::Shed;
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let tags: [Option<&[u8]>; 4] = [None, Some(b"a"), Some(b"bb"), Some(b"")];
+        for _run in 0..200 {
+            let mut value: Vec<u8> = Vec::new();
+            let mut model: Vec<(u64, Option<Vec<u8>>)> = Vec::new();
+            for _step in 0..30 {
+                let view = (!value.is_empty()).then(|| SlidingLogCodec::decode(&value).unwrap());
+                let write = if next(5) == 0 && !model.is_empty() {
+                    let k = 1 + next(model.len() as u64) as usize;
+                    model.truncate(model.len() - k);
+                    let shed = Shed {
+                        newest: k as u64,
+                        horizon: None,
+                    };
+                    SlidingLogCodec::plan_refund(view.as_ref().unwrap(), &shed, 0)
+                } else {
+                    let at = 100 + next(20);
+                    let count = 1 + next(4);
+                    let keep = 1 + next(8);
+                    // An empty tag stands for none here: the grammar refuses
+                    // empty tags.
+                    let tag = tags[next(4) as usize].filter(|t| !t.is_empty());
+                    let position = model.iter().filter(|(t, _)| *t <= at).count();
+                    for _ in 0..count {
+                        model.insert(position, (at, tag.map(<[u8]>::to_vec)));
+                    }
+                    let keep = keep.max(count) as usize;
+                    if model.len() > keep {
+                        model.drain(..model.len() - keep);
+                    }
+                    let a = append(at, count, keep as u64);
+                    SlidingLogCodec::plan_tagged(view.as_ref(), &a, 0, tag)
+                };
+                write.apply_to(&mut value);
+                assert_eq!(entries(&value), model);
+                let tagged = model.iter().any(|(_, tag)| tag.is_some());
+                assert_eq!(value[0], if tagged { TAG } else { b'L' }, "{model:?}");
+            }
+        }
     }
 
     #[test]
