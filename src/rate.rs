@@ -302,11 +302,32 @@ fn take_at_once<C: Codec>(
     judged.logged = logged;
     if options.peek {
         judged.write = None;
+    } else if options.tag.is_none() {
+        judged.write = Some(C::plan(state, &update.change, update.expires_at.ceil_millis()));
     } else {
-        let expire_at_ms = update.expires_at.ceil_millis();
-        judged.write = Some(C::plan_tagged(state, &update.change, expire_at_ms, options.tag));
+        plan_tagged::<C>(
+            judged,
+            state,
+            &update.change,
+            update.expires_at.ceil_millis(),
+            options.tag,
+        );
     }
     Some(Ok(()))
+}
+
+/// [`Codec::plan_tagged`] into `judged` (kept out of the usual call's
+/// path: a tagged call's write is planned apart).
+#[cold]
+#[inline(never)]
+fn plan_tagged<C: Codec>(
+    judged: &mut Judged,
+    state: Option<&StateOf<'_, C>>,
+    change: &ChangeOf<C>,
+    expire_at_ms: u64,
+    tag: Option<&[u8]>,
+) {
+    judged.write = Some(C::plan_tagged(state, change, expire_at_ms, tag));
 }
 
 /// A request taken now on a key whose block is in force, when the limiter
@@ -398,9 +419,12 @@ fn plan<C: Codec>(
         Effect::Nothing | Effect::Refund(Giveback::Nothing) => return None,
         Effect::Record(update) => {
             let ms = update.expires_at.ceil_millis();
-            let write = judged
-                .write
-                .insert(C::plan_tagged(state, &update.change, ms, options.tag));
+            let write = match options.tag {
+                None => judged.write.insert(C::plan(state, &update.change, ms)),
+                tag => judged
+                    .write
+                    .insert(C::plan_tagged(state, &update.change, ms, tag)),
+            };
             // The usual write, as planned: no block, no header.
             if block.is_none() && frame.block.is_none() {
                 return None;

@@ -157,8 +157,6 @@ pub fn key_positions(row: &Row, args: &[&[u8]]) -> std::ops::Range<usize> {
 }
 
 /// Run `row` on `args` (`args[0]` is the command's name) at `now`.
-/// Inlined into the handler: the reply is written where it is made.
-#[inline(always)]
 pub fn run<S: Keyspace>(row: &Row, args: &[&[u8]], now: Instant, keys: &S) -> Result<Reply, CommandError> {
     let command = row.command;
     match row.kind {

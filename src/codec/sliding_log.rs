@@ -94,9 +94,7 @@ fn rebuild_among(log: &LogView<'_>, append: &Append, keep: usize, later: usize) 
 }
 
 /// Patch `log` in place for `append`: `None` when it must be rebuilt (a new
-/// log, or the limit changed since it was written). Inlined: its plan is
-/// large, and is written where the caller keeps it, not copied there.
-#[inline(always)]
+/// log, or the limit changed since it was written).
 fn patch(log: &LogView<'_>, append: &Append, keep: usize, expire_at_ms: u64) -> Option<Write> {
     let q = usize::try_from(append.count).ok()?;
     let at = append.at.as_micros();
@@ -209,23 +207,24 @@ impl Codec for SlidingLogCodec {
         }
     }
 
-    fn plan(state: Option<&StateOf<'_, Self>>, append: &ChangeOf<Self>, expire_at_ms: u64) -> Write {
-        Self::plan_tagged(state, append, expire_at_ms, None)
-    }
-
     /// A tagged call, or any call on a tagged log, rewrites the log whole
     /// (see `tagged_log`); an untagged call on an untagged log writes what
-    /// it always did. Not inlined: the plan is written into its caller's
-    /// slot, where a copy of it would cost a `memcpy` a call.
-    #[inline(never)]
+    /// it always did.
     fn plan_tagged(
         state: Option<&StateOf<'_, Self>>,
         append: &ChangeOf<Self>,
         expire_at_ms: u64,
         tag: Option<&[u8]>,
     ) -> Write {
-        if tag.is_some() || state.is_some_and(|log| log.tags().is_some()) {
+        if tag.is_some() {
             return tagged(state, append, expire_at_ms, tag);
+        }
+        Self::plan(state, append, expire_at_ms)
+    }
+
+    fn plan(state: Option<&StateOf<'_, Self>>, append: &ChangeOf<Self>, expire_at_ms: u64) -> Write {
+        if state.is_some_and(|log| log.tags().is_some()) {
+            return tagged(state, append, expire_at_ms, None);
         }
         let keep = usize::try_from(append.keep).unwrap_or(usize::MAX);
         let at = append.at.as_micros();
