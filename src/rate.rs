@@ -106,7 +106,7 @@ pub fn command<S: Keyspace>(
     // here. A call with `TAG`, or one that does not parse, is read again
     // with the options its own command takes (see `own_options`).
     let (params, options) = match args::after_key(command.name, args, rate.params().len(), Accepts::RATE) {
-        Ok(parsed) if !parsed.1.names(Opt::Tag) => parsed,
+        Ok(parsed) if !parsed.1.names(Opt::Tag) || rate.accepts() == Accepts::RATE => parsed,
         parsed => own_options(command, rate, args, parsed)?,
     };
     let mut key = keys.open(1)?;

@@ -210,16 +210,21 @@ impl Codec for SlidingLogCodec {
     /// A tagged call, or any call on a tagged log, rewrites the log whole
     /// (see `tagged_log`); an untagged call on an untagged log writes what
     /// it always did.
+    #[inline(always)]
     fn plan_tagged(
         state: Option<&StateOf<'_, Self>>,
         append: &ChangeOf<Self>,
         expire_at_ms: u64,
         tag: Option<&[u8]>,
     ) -> Write {
-        if tag.is_some() {
-            return tagged(state, append, expire_at_ms, tag);
+        if tag.is_none() {
+            return Self::plan(state, append, expire_at_ms);
         }
-        Self::plan(state, append, expire_at_ms)
+        Write::Set {
+            value: tagged_log::appended(state, append, tag),
+            expire_at_ms,
+            share: false,
+        }
     }
 
     fn plan(state: Option<&StateOf<'_, Self>>, append: &ChangeOf<Self>, expire_at_ms: u64) -> Write {

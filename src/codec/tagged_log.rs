@@ -116,6 +116,7 @@ pub fn value<'a>(entries: impl Iterator<Item = (u64, Option<&'a [u8]>)> + Clone)
 /// later one, keeping the newest `append.keep`: the order the untagged
 /// log's rewrite keeps. Written in one pass over the entries kept (the
 /// usual call: a new log, or one of a few entries).
+#[inline]
 pub fn appended(log: Option<&LogView<'_>>, append: &Append, tag: Option<&[u8]>) -> Bytes {
     let old_tags = log.and_then(tags_of_if_any);
     let old = log.map_or(0, LogView::len);
@@ -160,8 +161,8 @@ pub fn appended(log: Option<&LogView<'_>>, append: &Append, tag: Option<&[u8]>) 
         return value;
     }
     let mut value = Bytes::with_capacity(HEADER + n * (ENTRY_BYTES + 2) + tag_bytes);
-    value.push(&[TAG]);
-    value.push(&u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes());
+    let [a, b, c, d] = u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
+    value.push(&[TAG, a, b, c, d]);
     instants(&mut value);
     let record = |value: &mut Bytes, tag: Option<&[u8]>| {
         let tag = tag.unwrap_or_default();
