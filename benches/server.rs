@@ -221,6 +221,11 @@ struct Server {
 
 impl Server {
     fn start(prefix: &[&str], extra: &[&str]) -> Server {
+        Server::start_module(prefix, extra, &module_path())
+    }
+
+    /// [`Server::start`] with `module` loaded instead of this build's.
+    fn start_module(prefix: &[&str], extra: &[&str], module: &Path) -> Server {
         let port = free_port();
         let dir = std::env::temp_dir().join(format!("rl-bench-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -247,10 +252,7 @@ impl Server {
             .map(|s| s.to_string()),
         );
         args.extend(["--dir".to_string(), dir.to_string_lossy().into_owned()]);
-        args.extend([
-            "--loadmodule".to_string(),
-            module_path().to_string_lossy().into_owned(),
-        ]);
+        args.extend(["--loadmodule".to_string(), module.to_string_lossy().into_owned()]);
         if let Ok(cell) = std::env::var("RL_CELL_MODULE") {
             args.extend(["--loadmodule".to_string(), cell]);
         }
@@ -791,6 +793,20 @@ fn workloads(server: &Server) -> Vec<Workload> {
         args.extend_from_slice(extra);
         list.push(w(name, "rl.gcra", &args));
     }
+    // A sliding log whose units carry a tag (a user id of 16 bytes):
+    // beside the plain `RL.SLIDING_LOG` row.
+    list.push(w(
+        LOG_TAGGED,
+        "rl.sliding_log",
+        &[
+            "RL.SLIDING_LOG",
+            "{key}",
+            "100",
+            "{period}",
+            "TAG",
+            "user:00000012345",
+        ],
+    ));
     // A hot key: every connection draws units from one limiter that never
     // runs dry (a billion a second), one unit a call, or a hundred.
     for (name, extra) in [(HOT_ONE, &[][..]), (HOT_BATCH, &["100", "AT_MOST"])] {
@@ -1084,6 +1100,10 @@ const GCRA_WAIT: &str = "RL.GCRA .. WAIT 5";
 const GCRA_FORCE: &str = "RL.GCRA .. 1 FORCE";
 const GCRA_THREE: &str = "RL.GCRA .. 3";
 const GCRA_AT_MOST: &str = "RL.GCRA .. 3 AT_MOST";
+const LOG_TAGGED: &str = "RL.SLIDING_LOG .. TAG (16 bytes)";
+/// The prefix of a row measured on the module `RL_BENCH_BEFORE_MODULE`
+/// names (an earlier build), beside the same row on this one.
+const BEFORE_MODULE: &str = "before: ";
 const HOT_ONE: &str = "hot key: RL.GCRA, 1 unit a call";
 const HOT_BATCH: &str = "hot key: RL.GCRA .. 100 AT_MOST";
 const GCRA_REFUSED: &str = "RL.GCRA refused (one key)";
@@ -1116,16 +1136,17 @@ fn command_stat(server: &Server, stat: &str, field: &str) -> f64 {
 /// needs them in its own server), so an empty run's total includes that
 /// setup too and the difference is the workload's calls alone (script
 /// hashes depend only on the scripts' text).
-fn callgrind_total(out_dir: &Path, tag: &str, drive: &dyn Fn(&Server)) -> f64 {
+fn callgrind_total(out_dir: &Path, tag: &str, module: &Path, drive: &dyn Fn(&Server)) -> f64 {
     let file = out_dir.join(format!("{tag}.out"));
     let file_arg = format!("--callgrind-out-file={}", file.display());
     // The floor module only here: the throughput runs load what a user's
     // server would.
     let floor = floor_module().map(|p| p.to_string_lossy().into_owned());
     let extra: Vec<&str> = floor.iter().flat_map(|p| ["--loadmodule", p.as_str()]).collect();
-    let server = Server::start(
+    let server = Server::start_module(
         &["valgrind", "--tool=callgrind", "--toggle-collect=call", &file_arg],
         &extra,
+        module,
     );
     workloads(&server);
     lease_workloads(&server);
@@ -1151,27 +1172,58 @@ fn instructions_per_call(list: &[Workload], leases: &[Leases], requests: u64) ->
     // runs of one workload. The median of a few runs is stable to a few
     // tenths of a percent.
     let runs: usize = env_or("RL_BENCH_CALLGRIND_RUNS", 3);
-    let callgrind_total = |out_dir: &Path, tag: &str, drive: &dyn Fn(&Server)| {
+    let module = module_path();
+    let median_total = |out_dir: &Path, tag: &str, drive: &dyn Fn(&Server)| {
         let totals: Vec<f64> = (0..runs.max(1))
-            .map(|run| callgrind_total(out_dir, &format!("{tag}.{run}"), drive))
+            .map(|run| callgrind_total(out_dir, &format!("{tag}.{run}"), &module, drive))
             .collect();
         median(&totals)
     };
-    let baseline = callgrind_total(&out_dir, "empty", &|_| {});
+    let baseline = median_total(&out_dir, "empty", &|_| {});
     let mut result = BTreeMap::new();
     let mut record = |name: String, value: f64| {
         eprintln!("callgrind: {name}: {value:.0} instructions per call");
         result.insert(name, value.round());
     };
+    // An earlier build of the module, when RL_BENCH_BEFORE_MODULE names
+    // it: each of the module's own rows that it can run is measured on both,
+    // run by run in turn (so a slower moment of the machine falls on both),
+    // each against its own empty run.
+    let before = std::env::var("RL_BENCH_BEFORE_MODULE").ok().map(PathBuf::from);
+    let compared =
+        |w: &Workload| before.is_some() && w.args[0].starts_with("RL.") && !w.args.iter().any(|a| a == "TAG");
+    let before_baseline = before.as_ref().map(|b| {
+        let totals: Vec<f64> = (0..runs.max(1))
+            .map(|run| callgrind_total(&out_dir, &format!("before-empty.{run}"), b, &|_| {}))
+            .collect();
+        median(&totals)
+    });
     for (i, w) in list.iter().enumerate() {
-        let total = callgrind_total(&out_dir, &format!("w{i}"), &|server| {
+        let drive = |server: &Server| {
             benchmark(server.port, w, requests, 16, true, PERIOD);
-        });
-        record(w.name.clone(), (total - baseline) / requests as f64);
+        };
+        match (&before, before_baseline) {
+            (Some(earlier), Some(earlier_baseline)) if compared(w) => {
+                let (mut now, mut then) = (Vec::new(), Vec::new());
+                for run in 0..runs.max(1) {
+                    now.push(callgrind_total(&out_dir, &format!("w{i}.{run}"), &module, &drive));
+                    then.push(callgrind_total(&out_dir, &format!("b{i}.{run}"), earlier, &drive));
+                }
+                record(w.name.clone(), (median(&now) - baseline) / requests as f64);
+                record(
+                    format!("{BEFORE_MODULE}{}", w.name),
+                    (median(&then) - earlier_baseline) / requests as f64,
+                );
+            }
+            _ => {
+                let total = median_total(&out_dir, &format!("w{i}"), &drive);
+                record(w.name.clone(), (total - baseline) / requests as f64);
+            }
+        }
     }
     for (i, l) in leases.iter().enumerate() {
         let runs = [false, true].map(|release| {
-            callgrind_total(&out_dir, &format!("l{i}{release}"), &|server| {
+            median_total(&out_dir, &format!("l{i}{release}"), &|server| {
                 // The server's own copy of the workload: its scripts' hashes
                 // are the same.
                 lease_pairs(server.port, l, requests, 16, true, release);
@@ -1768,6 +1820,23 @@ fn targets(r: &Report) -> String {
             true,
         ),
     ];
+    rows.push((
+        format!("instructions: {LOG_TAGGED} / RL.SLIDING_LOG (60 s)"),
+        long(LOG_TAGGED).zip(long("RL.SLIDING_LOG")).map(|(a, b)| a / b),
+        1.1,
+        true,
+    ));
+    // Against an earlier build (RL_BENCH_BEFORE_MODULE), in the same run.
+    if long(&format!("{BEFORE_MODULE}RL.SLIDING_LOG")).is_some() {
+        rows.push((
+            "instructions: RL.SLIDING_LOG / the same on the earlier build (60 s)".into(),
+            long("RL.SLIDING_LOG")
+                .zip(long(&format!("{BEFORE_MODULE}RL.SLIDING_LOG")))
+                .map(|(a, b)| a / b),
+            1.01,
+            true,
+        ));
+    }
     for part in [ACQUIRE, RELEASE] {
         rows.push((
             format!(

@@ -56,7 +56,7 @@ PARTS = [
     "codec_sliding_counter", "codec_concurrency",
     "writes", "frame", "algorithms",
     "gcra", "token_bucket", "fixed_window", "sliding_log", "sliding_counter", "concurrency",
-    "request", "store", "rate", "all", "leases", "general_end",
+    "request", "store", "rate", "all", "leases", "inspect", "general_end",
     # The library's alone: what its functions keep between calls.
     "kept",
 ]
@@ -129,6 +129,19 @@ def lease_function(name, call):
     )
 
 
+# What the read-only functions (rl_log, rl_inspect) hold: no one pass (they
+# are not hot paths), the general path's reading of every state.
+VIEWS = [
+    "settings", "exact", "base", "general", "bounds", "errors", "limbs", "args", "decision",
+    "codec", "codec_gcra", "codec_token_bucket", "codec_fixed_window", "codec_sliding_log",
+    "codec_sliding_counter", "codec_concurrency", "store", "inspect", "general_end",
+]
+
+
+def view_function(name, call):
+    return Function(name, VIEWS, f"guard(general().{call}, {{keys}}, {{args}})", flags=("no-writes",))
+
+
 FUNCTIONS = [
     rate_function("rl_gcra", "plain_gcra", "gcra", 1, 3, "gcra"),
     rate_function("rl_token_bucket", "plain_token_bucket", "token_bucket", 2, 3, "bucket"),
@@ -150,6 +163,8 @@ FUNCTIONS = [
     lease_function("rl_release", "release"),
     lease_function("rl_renew", "renew"),
     Function("rl_version", ["version"], "VERSION", flags=("no-writes", "allow-stale")),
+    view_function("rl_log", "log"),
+    view_function("rl_inspect", "inspect"),
 ]
 
 MARKER = "-- part: "
@@ -198,6 +213,13 @@ def script_calls(f, keys="KEYS", args="ARGV", kept="nil"):
     ]
 
 
+def flagged_callback(f):
+    """The callback of a function registered with flags (one line: its
+    script's call, with what the library passes)."""
+    params = "keys, args" if "{keys}" in f.call else ""
+    return f"function({params}) return {f.call.format(keys='keys', args='args', kept='nil')} end"
+
+
 def registration():
     lines = [
         f"{MARKER}register",
@@ -206,7 +228,7 @@ def registration():
     for f in FUNCTIONS:
         if f.flags:
             flags = ", ".join(f"'{flag}'" for flag in f.flags)
-            callback = f"function() return {f.call} end"
+            callback = flagged_callback(f)
             lines.append(
                 f"redis.register_function {{ function_name = '{f.name}', callback = {callback}, flags = {{ {flags} }} }}"
             )

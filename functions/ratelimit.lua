@@ -21,6 +21,8 @@
 -- script rl_release: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_leases | local ok, reply, a, b = pcall(release, KEYS, ARGV) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | if not ok then return failure(reply) end return guard(general().release, KEYS, ARGV, a, b)
 -- script rl_renew: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact plain plain_leases | local ok, reply, a, b = pcall(renew, KEYS, ARGV) if ok and reply ~= false then return reply end | base general bounds errors limbs args options decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency writes concurrency store leases general_end | if not ok then return failure(reply) end return guard(general().renew, KEYS, ARGV, a, b)
 -- script rl_version: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | version | return VERSION
+-- script rl_log: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact base general bounds errors limbs args decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency store inspect general_end | return guard(general().log, KEYS, ARGV)
+-- script rl_inspect: if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end | settings exact base general bounds errors limbs args decision codec codec_gcra codec_token_bucket codec_fixed_window codec_sliding_log codec_sliding_counter codec_concurrency store inspect general_end | return guard(general().inspect, KEYS, ARGV)
 -- part: settings
 -- The settings (docs/functions.md): edit, load again (scripts: build again).
 -- A function: a script builds the table only in a call that reads it.
@@ -33,6 +35,9 @@ local function settings()
     sliding_log_max_limit = 10000,
     -- The largest `limit` of rl_concurrency, 1 to 1000000.
     concurrency_max_limit = 10000,
+    -- The longest TAG value, in bytes, 1 to 1024 (a tagged log entry takes
+    -- 10 bytes and its tag's).
+    tag_max_bytes = 64,
   }
 end
 -- part: version
@@ -1260,6 +1265,8 @@ local MAX_HELD = 4000000000
 local MAX_WINDOW_START = 72057594037927935 -- 2^56 - 1 (never reached below RANGE.instant)
 local SETTING_CEILING = 1000000
 local MAX_KEYS = 100
+-- The longest tag a log entry may carry (the tag_max_bytes setting's ceiling).
+local MAX_TAG_BYTES = 1024
 local WHOLE_VALUE_MAX = 64
 local LEASE_MAX = '9223372036854775807'
 
@@ -1513,17 +1520,21 @@ end
 -- part: options
 -- The options (src/options.rs), their words and how they exclude each other
 -- (tests/functions.rs checks that the module's table and this one agree).
-local MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK = 1, 2, 3, 4, 5, 6, 7
+local MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK, TAG = 1, 2, 3, 4, 5, 6, 7, 8
 -- The modes (rl-core's Mode).
 local TAKE = 0
 
 local RATE_OPTIONS = { MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK }
+-- RL.SLIDING_LOG's and RL.ALL's: a log's entries may carry a tag.
+local TAGGED_OPTIONS = { MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK, TAG }
 local LEASE_OPTIONS = { MS, PEEK }
 local UNIT_OPTIONS = { MS }
 local unknown_option, options
 do
-  local OPTION_WORDS = { 'MS', 'PEEK', 'REFUND', 'FORCE', 'WAIT', 'AT_MOST', 'BLOCK' }
-  local OPTION_OF = { ms = MS, peek = PEEK, refund = REFUND, force = FORCE, wait = WAIT, at_most = AT_MOST, block = BLOCK }
+  local OPTION_WORDS = { 'MS', 'PEEK', 'REFUND', 'FORCE', 'WAIT', 'AT_MOST', 'BLOCK', 'TAG' }
+  local OPTION_OF = { ms = MS, peek = PEEK, refund = REFUND, force = FORCE, wait = WAIT, at_most = AT_MOST, block = BLOCK, tag = TAG }
+  -- What the value of an option that takes one is called.
+  local VALUE_OF = { [WAIT] = 'WAIT max_wait', [BLOCK] = 'BLOCK duration', [TAG] = 'TAG value' }
   local TAKE_WAYS = 'each says how the units are taken: choose one'
   local EXCLUSIVE = {
     { REFUND, FORCE, TAKE_WAYS },
@@ -1534,6 +1545,7 @@ do
     { WAIT, AT_MOST, TAKE_WAYS },
     { REFUND, BLOCK, 'a refund is never refused' },
     { FORCE, BLOCK, 'a forced request is never refused' },
+    { REFUND, TAG, 'a refund gives back the newest units, whoever logged them' },
   }
 
   local function accepts_words(accepts, last)
@@ -1565,7 +1577,7 @@ do
   end
 
   -- `[quantity] [options]` from args[from]: a request {q, unit, peek, mode,
-  -- max_wait, block}.
+  -- max_wait, block, tag}.
   function options(command, args, from, accepts)
     local req = { q = 1, unit = 1000000, peek = false, mode = TAKE }
     local i, n = from, #args
@@ -1583,22 +1595,33 @@ do
       local token = args[i]
       local option = OPTION_OF[lower(token)]
       if not option or not taken(accepts, option) then unknown_option(command, token, accepts, true) end
-      if option == WAIT or option == BLOCK then
+      if VALUE_OF[option] then
         if seen[option] then fail('ERR syntax error: ' .. OPTION_WORDS[option] .. ' is given twice') end
         i = i + 1
         local value = args[i]
         if not value then
-          fail(fmt('ERR syntax error: %s needs a value (%s)', OPTION_WORDS[option],
-            option == WAIT and 'WAIT max_wait' or 'BLOCK duration'))
+          fail(fmt('ERR syntax error: %s needs a value (%s)', OPTION_WORDS[option], VALUE_OF[option]))
         end
-        if option == WAIT then max_wait = value else block = value end
+        if option == WAIT then
+          max_wait = value
+        elseif option == BLOCK then
+          block = value
+        else
+          -- (Checked as it is read, as the module does.)
+          local most = SETTINGS.tag_max_bytes
+          if #value < 1 or #value > most then
+            fail(fmt('ERR TAG value must be 1 to %d bytes (the tag_max_bytes setting at the top of the library raises the cap, up to %d)',
+              most, MAX_TAG_BYTES))
+          end
+          req.tag = value
+        end
       end
       seen[option] = true
       if option == MS then
         req.unit = 1000
       elseif option == PEEK then
         req.peek = true
-      elseif option ~= BLOCK and option ~= WAIT then
+      elseif option ~= BLOCK and option ~= WAIT and option ~= TAG then
         req.mode = option
       end
       i = i + 1
@@ -1835,7 +1858,11 @@ do
 end
 -- part: codec_sliding_log
 -- The sliding log's state (src/codec/sliding_log.rs), read in place: 'L',
--- the ring's oldest slot (4 bytes), then 8-byte instants.
+-- the ring's oldest slot (4 bytes), then 8-byte instants. Or the tagged
+-- log, 'l': the count of entries (4 bytes), their instants, oldest first,
+-- then a tag record per entry in the same order (its length, 2 bytes, 0
+-- for none, then its bytes), read as the linear 'L' log of its instants
+-- (`s`) with its entries' tags (`tags`, false for none).
 local LOG_HEADER = 5
 
 -- The i-th instant from the oldest (0-based).
@@ -1874,8 +1901,58 @@ end
 
 local function slot(i) return LOG_HEADER + i * 8 end
 
+-- The log of `words` (8-byte instants, oldest first) and their `tags`
+-- (false for none), written whole as the module writes it: the untagged
+-- log at ring position 0 when no entry carries a tag, else the tagged one.
+local function log_value(words, tags)
+  local n, records, tagged = #words, {}, false
+  for i = 1, n do
+    local t = tags[i]
+    if t then
+      tagged = true
+      records[i] = pack('<I2', #t) .. t
+    else
+      records[i] = '\0\0'
+    end
+  end
+  if not tagged then return log_header(0) .. concat(words) end
+  return 'l' .. pack('<I4', n) .. concat(words) .. concat(records)
+end
+
 do
+  local TAGGED_SHAPE = 'expected \'l\', an entry count, its 8-byte instants and as many tags'
+
+  local function decode_tagged(s)
+    local len = #s
+    if len < LOG_HEADER then return nil, TAGGED_SHAPE end
+    local n = unpack('<I4', s, 2)
+    local records = LOG_HEADER + n * 8
+    if records > len then return nil, TAGGED_SHAPE end
+    local tags, at, tagged = {}, records + 1, 0
+    for i = 1, n do
+      if at + 1 > len then return nil, TAGGED_SHAPE end
+      local size = unpack('<I2', s, at)
+      if size > MAX_TAG_BYTES or at + 1 + size > len then return nil, TAGGED_SHAPE end
+      if size == 0 then
+        tags[i] = false
+      else
+        tags[i] = sub(s, at + 2, at + 1 + size)
+        tagged = tagged + 1
+      end
+      at = at + 2 + size
+    end
+    if at ~= len + 1 then return nil, TAGGED_SHAPE end
+    if n > 0 then
+      local flo, fhi = unpack('<I4I4', s, LOG_HEADER + 1)
+      local llo, lhi = unpack('<I4I4', s, records - 7)
+      if fhi > lhi or (fhi == lhi and flo > llo) then return nil, 'order of instants out of range' end
+      if lhi >= 2097152 or lhi * TWO32 + llo >= RANGE.instant then return nil, nil, true end
+    end
+    return { s = log_header(0) .. sub(s, LOG_HEADER + 1, records), n = n, oldest = 0, tags = tags, tagged = tagged }
+  end
+
   local function decode_log(s)
+    if byte(s, 1) == 108 then return decode_tagged(s) end
     if #s < LOG_HEADER or byte(s, 1) ~= 76 or (#s - LOG_HEADER) % 8 ~= 0 then
       return nil, 'expected \'L\', a 4-byte ring position and 8-byte instants'
     end
@@ -1894,7 +1971,7 @@ do
     return log
   end
 
-  STATES[4] = { name = 'rl.sliding_log', tags = { [76] = true }, decode = decode_log }
+  STATES[4] = { name = 'rl.sliding_log', tags = { [76] = true, [108] = true }, decode = decode_log }
 end
 -- part: codec_sliding_counter
 -- The sliding counter's state (src/codec/sliding_counter.rs): 'C', the
@@ -1998,9 +2075,35 @@ local function patched(base, new_len, patches)
   return v
 end
 
+-- The tagged log's write (a log that holds a tag, or a call that gives
+-- one): the whole log rebuilt, as the untagged one is (`plan_log`), the
+-- new entries after those at or before `at` and before later ones, the
+-- oldest dropped past `keep`; each new entry carries the call's tag.
+local function plan_tagged(log, change, ms)
+  local keep, q, at, tag = change.keep, change.count, change.at, change.tag or false
+  local n, old, olds = 0, '', nil
+  if log then n, old, olds = log.n, log_bytes(log, 0, log.n), log.tags end
+  local before = n
+  if n > 0 and log_get(log, n - 1) > at then before = n - log_later_than(log, at) end
+  local word = u64_bytes(at)
+  local words, tags, k = {}, {}, 0
+  for i = max(n + q - keep, 0) + 1, n + q do
+    k = k + 1
+    if i > before and i <= before + q then
+      words[k], tags[k] = word, tag
+    else
+      local j = i
+      if i > before then j = i - q end
+      words[k], tags[k] = sub(old, j * 8 - 7, j * 8), olds and olds[j] or false
+    end
+  end
+  return set_plan(log_value(words, tags), ms)
+end
+
 -- The sliding log's write for `q` entries at `at` (src/codec/sliding_log.rs):
 -- in place while the ring allows, else the whole log rebuilt in order.
 local function plan_log(log, change, ms)
+  if change.tag or (log and log.tags) then return plan_tagged(log, change, ms) end
   local keep, q, at = change.keep, change.count, change.at
   local word = u64_bytes(at)
   local n = log and log.n or 0
@@ -2043,6 +2146,12 @@ local function plan_shed(log, shed, ms)
   local n = log.n
   local k = min(shed.newest, n)
   local left = n - k
+  if log.tags then
+    -- A tagged log: rebuilt without them (untagged if no tag is left).
+    local old, words, tags = log_bytes(log, 0, left), {}, {}
+    for i = 1, left do words[i], tags[i] = sub(old, i * 8 - 7, i * 8), log.tags[i] end
+    return set_plan(log_value(words, tags), ms)
+  end
   if shed.horizon and slot(n) > WHOLE_VALUE_MAX then
     local filler = u64_bytes(min(shed.horizon, log_get(log, 0)))
     local start = (log.oldest + left) % n
@@ -3080,6 +3189,8 @@ local function decide(e, req, joint, now)
   if block and now >= block then block = nil end
   local kind = effect.kind
   if kind == 'record' then
+    -- (The entries a log records carry the call's tag.)
+    if alg.logs then effect.change.tag = req.tag end
     e.write = framed(alg.plan(lim, state, effect.change, ceil_div(effect.expires_at, 1000)), frame, block)
   elseif kind == 'refund' then
     if effect.give == 'rested' then
@@ -3122,7 +3233,7 @@ function G.rate(i, keys, args, bytes, now)
   local key = one_key(keys, 'rl_' .. sub(alg.name, 4), alg.name)
   local n = #alg.params
   if #args < n then arity_error(alg.name) end
-  local req = options(alg.name, args, n + 1, RATE_OPTIONS)
+  local req = options(alg.name, args, n + 1, alg.logs and TAGGED_OPTIONS or RATE_OPTIONS)
   local e = limit_of(alg, args, 1, req, key, now ~= nil, bytes)
   decide(e, req, nil, now or clock())
   local reply = five(e.d, req.unit)
@@ -3220,7 +3331,7 @@ function G.all(keys, args, values, now)
     specs[position] = { alg = alg, from = at + 1 }
     at = at + 1 + #alg.params
   end
-  local req = options('rl.all', args, at, RATE_OPTIONS)
+  local req = options('rl.all', args, at, TAGGED_OPTIONS)
   -- Each limit read and judged in turn, as the module does: an error names
   -- the first limit that has one.
   now = now or clock()
@@ -3357,6 +3468,226 @@ function G.renew(keys, args)
   write_leases(key, view, bytes, lease_update(view, now, nil, { id = id, deadline = now + timeout }))
   return 1
 end
+-- part: inspect
+-- RL.LOG and RL.INSPECT: what a key holds, read and never written.
+do
+  -- Whether tag a sorts before tag b: by their bytes (false, untagged,
+  -- first). (Lua's `<` on strings follows the server's locale.)
+  local function tag_before(a, b)
+    if not a or not b then return not a and b ~= false end
+    for i = 1, min(#a, #b) do
+      local x, y = byte(a, i), byte(b, i)
+      if x ~= y then return x < y end
+    end
+    return #a < #b
+  end
+
+  -- The sliding log `key` holds, read through a block header (nil: none,
+  -- or a header alone), with the errors a rate command on it answers.
+  local function log_of(key, bytes)
+    local body = bytes
+    local name = STATES[4].name
+    if byte(bytes, 1) == 66 then
+      if #bytes < 8 then
+        state_error(key, name, 'expected \'B\' and a 7-byte instant before the state', nil)
+      end
+      local ends = u56_at(bytes, 2)
+      if not ends or ends >= RANGE.instant then beyond_state(key, name) end
+      body = sub(bytes, 9)
+      if body == '' then return nil end
+    end
+    local log, problem = STATES[4].decode(body)
+    if problem then state_error(key, name, problem, body) end
+    if not log then beyond_state(key, name) end
+    return log
+  end
+
+  -- rl_log's call: the entries of the window, by instant and tag, or by tag.
+  function G.log(keys, args)
+    local key = one_key(keys, 'rl_log', 'rl.log')
+    if #args < 1 then arity_error('rl.log') end
+    local unit, by, count = 1000000, false, nil
+    local i, n = 2, #args
+    while i <= n do
+      local word = upper(args[i])
+      if word == 'MS' then
+        if unit == 1000 then fail('ERR syntax error: MS is given twice') end
+        unit = 1000
+      elseif word == 'BY' then
+        if by then fail('ERR syntax error: BY TAG is given twice') end
+        i = i + 1
+        local value = args[i]
+        if not value then fail('ERR syntax error: BY needs a value (TAG)') end
+        if upper(value) ~= 'TAG' then fail(fmt('ERR syntax error: BY takes only TAG, got \'%s\'', printable(value))) end
+        by = true
+      elseif word == 'COUNT' then
+        if count then fail('ERR syntax error: COUNT is given twice') end
+        i = i + 1
+        count = args[i]
+        if not count then fail('ERR syntax error: COUNT needs a value (COUNT count)') end
+      else
+        fail(fmt('ERR syntax error: unknown option \'%s\' (expected MS, BY TAG or COUNT)', printable(args[i])))
+      end
+      i = i + 1
+    end
+    local most = MAX_LIMIT
+    if count then most = number(count, 'COUNT count', 1, MAX_LIMIT) end
+    local w = duration(args[1], 'window', 1, unit)
+    local bytes = read(key)
+    local log = bytes and log_of(key, bytes)
+    if not log or log.n == 0 then return {} end
+    local now = clock()
+    local last = log.n - 1
+    local first = 0
+    if now >= w then first = log.n - log_later_than(log, now - w) end
+    local tags = log.tags
+    local items = {}
+    if by then
+      -- Units per tag, most first, ties by the tag's bytes.
+      local of, untagged = {}, nil
+      for e = first, last do
+        local tag = tags and tags[e + 1] or false
+        local item
+        if tag then item = of[tag] else item = untagged end
+        if item then
+          item[2] = item[2] + 1
+        else
+          item = { tag, 1 }
+          items[#items + 1] = item
+          if tag then of[tag] = item else untagged = item end
+        end
+      end
+      sort(items, function(a, b)
+        if a[2] ~= b[2] then return a[2] > b[2] end
+        return tag_before(a[1], b[1])
+      end)
+      for k = #items, most + 1, -1 do items[k] = nil end
+      return items
+    end
+    -- Newest first: an entry adds a unit to the item of its instant and
+    -- tag, else starts one (`run`: the first item of its instant).
+    local run, run_at = 1, nil
+    for e = last, first, -1 do
+      local at = log_get(log, e)
+      local tag = tags and tags[e + 1] or false
+      if at ~= run_at then
+        if #items >= most then break end
+        run, run_at = #items + 1, at
+      end
+      local item = nil
+      for k = run, #items do
+        if items[k][3] == tag then
+          item = items[k]
+          break
+        end
+      end
+      if item then
+        item[2] = item[2] + 1
+      elseif #items < most then
+        items[#items + 1] = { at, 1, tag }
+      end
+    end
+    return items
+  end
+
+  local KINDS = { 'gcra', 'token_bucket', 'fixed', 'sliding_log', 'sliding_counter' }
+
+  -- The fields of a state of algorithm i (STATES), after its kind.
+  local function fields(i, st, out)
+    local function add(name, value)
+      out[#out + 1] = name
+      out[#out + 1] = value
+    end
+    if i == 1 then
+      local tat = st.u
+      if st.f > 0 then tat = tat + 1 end
+      add('tat_us', tat)
+    elseif i == 2 then
+      add('tokens', st.tok)
+      add('updated_us', st.at)
+    elseif i == 3 then
+      add('window_start_us', st.start)
+      add('count', st.count)
+    elseif i == 4 then
+      add('entries', st.n)
+      add('tagged', st.tagged or 0)
+      if st.n > 0 then
+        add('oldest_us', log_get(st, 0))
+        add('newest_us', log_get(st, st.n - 1))
+      else
+        add('oldest_us', false)
+        add('newest_us', false)
+      end
+    elseif i == 5 then
+      add('window_start_us', st.start)
+      add('previous', st.prev)
+      add('current', st.cur)
+    else
+      local leases, units, next_deadline = 0, 0, false
+      for k = 1, st.n do
+        local r = st.records[k]
+        if r.deadline ~= 0 then
+          leases, units = leases + 1, units + r.units
+          if not next_deadline or r.deadline < next_deadline then next_deadline = r.deadline end
+        end
+      end
+      add('leases', leases)
+      add('units', units)
+      add('next_deadline_us', next_deadline)
+      add('last_id', st.last)
+    end
+  end
+
+  -- rl_inspect's call: the key's kind, its state's fields, its block and
+  -- its PTTL, as one flat array of names and values (nil: no key).
+  function G.inspect(keys, args)
+    local key = one_key(keys, 'rl_inspect', 'rl.inspect')
+    if #args ~= 0 then arity_error('rl.inspect') end
+    local bytes = read(key)
+    if not bytes then return false end
+    local function no_state(problem)
+      fail(fmt('ERR key \'%s\' does not hold a limiter\'s state: %s', printable(key), problem))
+    end
+    local block, body = nil, bytes
+    if byte(bytes, 1) == 66 then
+      if #bytes < 8 then no_state('expected \'B\' and a 7-byte instant before the state') end
+      block = u56_at(bytes, 2)
+      if not block or block >= RANGE.instant then beyond(fmt('key \'%s\' holds a block', printable(key))) end
+      body = sub(bytes, 9)
+    end
+    local out = { 'kind', false }
+    if body ~= '' or not block then
+      local first = byte(body, 1)
+      local found = nil
+      for i = 1, #STATES do
+        if first and STATES[i].tags[first] then found = i end
+      end
+      local st, problem
+      if found then
+        st, problem = STATES[found].decode(body)
+        if problem then state_error(key, STATES[found].name, problem, body) end
+        if not st then beyond_state(key, STATES[found].name) end
+        out[2] = KINDS[found]
+      elseif first == 81 then
+        found = 6
+        st, problem = lease_view(body)
+        if problem then state_error(key, 'rl.concurrency', problem, body) end
+        if not st then beyond_state(key, 'rl.concurrency') end
+        out[2] = 'concurrency'
+      else
+        no_state('its first byte is no limiter\'s')
+      end
+      fields(found, st, out)
+    end
+    if block then
+      out[#out + 1] = 'blocked_until_us'
+      out[#out + 1] = block
+    end
+    out[#out + 1] = 'pttl'
+    out[#out + 1] = call('PTTL', key)
+    return out
+  end
+end
 -- part: general_end
 -- Built: from now on `general` answers it.
 general = function() return G end
@@ -3448,3 +3779,5 @@ redis.register_function('rl_renew', function(keys, args)
   if not ok then return failure(reply) end return guard(general().renew, keys, args, a, b)
 end)
 redis.register_function { function_name = 'rl_version', callback = function() return VERSION end, flags = { 'no-writes', 'allow-stale' } }
+redis.register_function { function_name = 'rl_log', callback = function(keys, args) return guard(general().log, keys, args) end, flags = { 'no-writes' } }
+redis.register_function { function_name = 'rl_inspect', callback = function(keys, args) return guard(general().inspect, keys, args) end, flags = { 'no-writes' } }

@@ -85,7 +85,10 @@ class Library(unittest.TestCase):
         register = build.library().split("-- part: register\n")[1]
         for f in build.FUNCTIONS:
             if f.flags:
-                self.assertIn(f"function_name = '{f.name}', callback = function() return {f.call} end", register)
+                self.assertIn(f"function_name = '{f.name}', callback = {build.flagged_callback(f)}", register)
+                # The same call as its script's last line.
+                self.assertEqual(build.flagged_callback(f).split(" return ", 1)[1],
+                                 build.script_calls(f, "keys", "args")[0][len("return "):] + " end")
                 continue
             indent = "    " if f.kept else "  "
             body = "".join(f"{indent}{line}\n" for line in build.script_calls(f, "keys", "args", "kept"))
@@ -144,7 +147,7 @@ class Commands(unittest.TestCase):
     def test_out_writes_the_library_and_every_script_and_nothing_else(self):
         with tempfile.TemporaryDirectory() as tmp:
             dest = pathlib.Path(tmp) / "lua"
-            self.assertEqual(self.run_main("--out", str(dest)), f"{dest}: ratelimit.lua and 10 scripts\n")
+            self.assertEqual(self.run_main("--out", str(dest)), f"{dest}: ratelimit.lua and 12 scripts\n")
             text = build.library()
             expected = {"ratelimit.lua": text}
             expected.update({f"{n}.lua": s for n, s in build.scripts_from_library(text).items()})

@@ -130,7 +130,9 @@ fn read_log<K: Key, T>(key: &mut K, f: impl FnOnce(&LogView<'_>) -> T) -> Result
     }
 }
 
-/// `RL.LOG key window [MS] [BY TAG] [COUNT count]`.
+/// `RL.LOG key window [MS] [BY TAG] [COUNT count]`. (Kept out of the
+/// handler that the rate commands share, as `inspect`.)
+#[inline(never)]
 pub fn log<S: Keyspace>(
     command: &Command,
     args: &[&[u8]],
@@ -216,6 +218,7 @@ fn by_tag<'a>(newest_first: impl Iterator<Item = (u64, Option<&'a [u8]>)>, limit
 }
 
 /// `RL.INSPECT key`.
+#[inline(never)]
 pub fn inspect<S: Keyspace>(
     command: &Command,
     args: &[&[u8]],

@@ -1254,3 +1254,142 @@ fn all_waits_for_the_latest_of_its_limits() {
     assert_eq!(six(&mut m, T0, &short), [1, 1, 0, 6, 11, 1]);
     assert_eq!(*m.keys.borrow(), keys);
 }
+
+/// A read command's reply (`RL.LOG`, `RL.INSPECT`).
+fn value(memory: &mut Memory, now: u64, args: &[&str]) -> crate::reply::Value {
+    match call(memory, now, args) {
+        Ok(Reply::Value(v)) => *v,
+        other => panic!("{args:?}: {other:?}"),
+    }
+}
+
+fn entry(at: u64, units: i64, tag: Option<&str>) -> crate::reply::Value {
+    use crate::reply::Value;
+    Value::Array(vec![
+        Value::int(at),
+        Value::Integer(units),
+        Value::bulk_or_nil(tag.map(str::as_bytes)),
+    ])
+}
+
+#[test]
+fn the_log_groups_units_by_instant_and_tag_and_counts_back_from_now() {
+    use crate::reply::Value;
+    let mut m = Memory::default();
+    let log = ["RL.SLIDING_LOG", "ip", "10", "60"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        log.iter().copied().chain(extra.iter().copied()).collect()
+    };
+    five(&mut m, T0, &with(&["2", "TAG", "a"]));
+    // Three calls at one instant: a, b, then a again.
+    five(&mut m, T0 + SEC, &with(&["1", "TAG", "a"]));
+    five(&mut m, T0 + SEC, &with(&["2", "TAG", "b"]));
+    five(&mut m, T0 + SEC, &with(&["1", "TAG", "a"]));
+    five(&mut m, T0 + 2 * SEC, &with(&["1"]));
+    let now = T0 + 2 * SEC;
+    let all = value(&mut m, now, &["RL.LOG", "ip", "60"]);
+    let expected = vec![
+        entry(T0 + 2 * SEC, 1, None),
+        // The instant's items in the order of their newest unit: a's last
+        // call came after b's.
+        entry(T0 + SEC, 2, Some("a")),
+        entry(T0 + SEC, 2, Some("b")),
+        entry(T0, 2, Some("a")),
+    ];
+    assert_eq!(all, Value::Array(expected.clone()));
+    // COUNT 2 reads the whole instant of T0 + 1 s, then keeps two items.
+    assert_eq!(
+        value(&mut m, now, &["RL.LOG", "ip", "60", "COUNT", "2"]),
+        Value::Array(expected[..2].to_vec())
+    );
+    // A window of 2 s at T0 + 2 s counts what is after T0: not T0's units.
+    assert_eq!(
+        value(&mut m, now, &["RL.LOG", "ip", "2"]),
+        Value::Array(expected[..3].to_vec())
+    );
+    assert_eq!(
+        value(&mut m, now, &["RL.LOG", "ip", "2000", "MS", "BY", "TAG"]),
+        Value::Array(vec![
+            Value::Array(vec![Value::Bulk(b"a".to_vec()), Value::Integer(2)]),
+            Value::Array(vec![Value::Bulk(b"b".to_vec()), Value::Integer(2)]),
+            Value::Array(vec![Value::Nil, Value::Integer(1)]),
+        ])
+    );
+    // The untagged first among equals; then by the tags' bytes.
+    assert_eq!(
+        value(&mut m, now, &["RL.LOG", "ip", "60", "BY", "TAG"]),
+        Value::Array(vec![
+            Value::Array(vec![Value::Bulk(b"a".to_vec()), Value::Integer(4)]),
+            Value::Array(vec![Value::Bulk(b"b".to_vec()), Value::Integer(2)]),
+            Value::Array(vec![Value::Nil, Value::Integer(1)]),
+        ])
+    );
+    // Reading replicated and changed nothing.
+    let before = m.get(b"ip");
+    m.take_replicated();
+    value(&mut m, now, &["RL.INSPECT", "ip"]);
+    assert_eq!((m.get(b"ip"), m.take_replicated()), (before, vec![]));
+}
+
+#[test]
+fn inspect_names_each_field_of_each_state() {
+    use crate::reply::Value;
+    let mut m = Memory::default();
+    let map = |fields: Vec<(&'static str, Value)>| Value::Map(fields);
+    let kind = |k: &str| Value::Bulk(k.as_bytes().to_vec());
+    five(&mut m, T0, &["RL.GCRA", "g", "4", "3", "60", "2"]);
+    // 3 per minute: an interval of 20 s, two units past a TAT of now.
+    assert_eq!(
+        value(&mut m, T0, &["RL.INSPECT", "g"]),
+        map(vec![
+            ("kind", kind("gcra")),
+            ("tat_us", Value::int(T0 + 40 * SEC)),
+            ("pttl", Value::int((T0 + 40 * SEC) / 1000)),
+        ])
+    );
+    five(
+        &mut m,
+        T0,
+        &["RL.TOKEN_BUCKET", "t", "5", "1", "60", "3", "FORCE"],
+    );
+    five(
+        &mut m,
+        T0,
+        &["RL.TOKEN_BUCKET", "t", "5", "1", "60", "4", "FORCE"],
+    );
+    // 5 - 7: two tokens in debt; a third of a minute later, a third of a
+    // token refilled: still -2 whole tokens (rounded down).
+    let inspected = value(&mut m, T0 + 20 * SEC, &["RL.INSPECT", "t"]);
+    let Value::Map(fields) = inspected else {
+        panic!("{inspected:?}")
+    };
+    assert_eq!(
+        fields[..3],
+        [
+            ("kind", kind("token_bucket")),
+            ("tokens", Value::Integer(-2)),
+            ("updated_us", Value::int(T0))
+        ]
+    );
+    five(&mut m, T0 + 5 * SEC, &["RL.SLIDING_COUNTER", "c", "5", "60", "2"]);
+    five(
+        &mut m,
+        T0 + 65 * SEC,
+        &["RL.SLIDING_COUNTER", "c", "5", "60", "1"],
+    );
+    let Value::Map(fields) = value(&mut m, T0 + 65 * SEC, &["RL.INSPECT", "c"]) else {
+        panic!()
+    };
+    // Windows start at multiples of 60 s (T0 is one): the second from T0 + 60 s.
+    let start = (T0 + 65 * SEC) / (60 * SEC) * (60 * SEC);
+    assert_eq!(
+        fields[..4],
+        [
+            ("kind", kind("sliding_counter")),
+            ("window_start_us", Value::int(start)),
+            ("previous", Value::Integer(2)),
+            ("current", Value::Integer(1)),
+        ]
+    );
+    assert_eq!(value(&mut m, T0, &["RL.INSPECT", "missing"]), Value::Nil);
+}

@@ -102,7 +102,13 @@ pub fn command<S: Keyspace>(
     now: Instant,
     keys: &S,
 ) -> Result<Reply, CommandError> {
-    let (params, options) = args::after_key(command.name, args, rate.params().len(), rate.accepts())?;
+    // Read with every option: the usual call asks nothing of the algorithm
+    // here. A call with `TAG`, or one that does not parse, is read again
+    // with the options its own command takes (see `own_options`).
+    let (params, options) = match args::after_key(command.name, args, rate.params().len(), Accepts::RATE) {
+        Ok(parsed) if !parsed.1.names(Opt::Tag) || rate.accepts() == Accepts::RATE => parsed,
+        parsed => own_options(command, rate, args, parsed)?,
+    };
     let mut key = keys.open(1)?;
     let mut judged = Judged::default();
     rate.judge(params, &options, Joint::Alone, now, &mut key, &mut judged)?;
@@ -113,6 +119,23 @@ pub fn command<S: Keyspace>(
     Ok(settle(command, &options, reply, judged.granted, || {
         judged.store(command, command, &mut key)
     }))
+}
+
+/// `parsed` (the arguments read with every option), or, for a command
+/// that does not take them all (`TAG` only where units are logged), the
+/// arguments read with its own: the error its own grammar gives first.
+#[cold]
+#[inline(never)]
+fn own_options<'a>(
+    command: &Command,
+    rate: &dyn Rate,
+    args: &'a [&'a [u8]],
+    parsed: Result<(&'a [&'a [u8]], args::Options<'a>), CommandError>,
+) -> Result<(&'a [&'a [u8]], args::Options<'a>), CommandError> {
+    match rate.accepts() {
+        Accepts::RATE => parsed,
+        own => args::after_key(command.name, args, rate.params().len(), own),
+    }
 }
 
 /// What every rate command does once its limits are judged: store what
@@ -279,11 +302,32 @@ fn take_at_once<C: Codec>(
     judged.logged = logged;
     if options.peek {
         judged.write = None;
+    } else if options.tag.is_none() {
+        judged.write = Some(C::plan(state, &update.change, update.expires_at.ceil_millis()));
     } else {
-        let expire_at_ms = update.expires_at.ceil_millis();
-        judged.write = Some(C::plan_tagged(state, &update.change, expire_at_ms, options.tag));
+        plan_tagged::<C>(
+            judged,
+            state,
+            &update.change,
+            update.expires_at.ceil_millis(),
+            options.tag,
+        );
     }
     Some(Ok(()))
+}
+
+/// [`Codec::plan_tagged`] into `judged` (kept out of the usual call's
+/// path: a tagged call's write is planned apart).
+#[cold]
+#[inline(never)]
+fn plan_tagged<C: Codec>(
+    judged: &mut Judged,
+    state: Option<&StateOf<'_, C>>,
+    change: &ChangeOf<C>,
+    expire_at_ms: u64,
+    tag: Option<&[u8]>,
+) {
+    judged.write = Some(C::plan_tagged(state, change, expire_at_ms, tag));
 }
 
 /// A request taken now on a key whose block is in force, when the limiter
@@ -375,9 +419,12 @@ fn plan<C: Codec>(
         Effect::Nothing | Effect::Refund(Giveback::Nothing) => return None,
         Effect::Record(update) => {
             let ms = update.expires_at.ceil_millis();
-            let write = judged
-                .write
-                .insert(C::plan_tagged(state, &update.change, ms, options.tag));
+            let write = match options.tag {
+                None => judged.write.insert(C::plan(state, &update.change, ms)),
+                tag => judged
+                    .write
+                    .insert(C::plan_tagged(state, &update.change, ms, tag)),
+            };
             // The usual write, as planned: no block, no header.
             if block.is_none() && frame.block.is_none() {
                 return None;

@@ -25,6 +25,8 @@ pub struct Row {
     pub command: &'static Command,
     pub summary: &'static str,
     pub complexity: &'static str,
+    /// The release that added it (`COMMAND DOCS`).
+    pub since: &'static str,
     /// `RedisModule_CreateCommand`'s flags.
     pub flags: &'static str,
     /// ACL categories, where the server lets modules set them.
@@ -169,6 +171,9 @@ pub fn run<S: Keyspace>(row: &Row, args: &[&[u8]], now: Instant, keys: &S) -> Re
     }
 }
 
+/// The first release, and the one that added tags and the read commands.
+const FIRST: &str = "0.1.0";
+const TAGS: &str = "0.2.0";
 const WRITE: &str = "write deny-oom fast";
 const CATEGORIES: &str = "write fast ratelimit";
 const fn always() -> bool {
@@ -187,6 +192,7 @@ const fn rate_row(
         command,
         summary,
         complexity,
+        since: FIRST,
         flags: WRITE,
         categories: CATEGORIES,
         keys: Keys::First,
@@ -240,6 +246,7 @@ pub static COMMANDS: [Row; 12] = [
         summary:
             "Decide several rate limits at once: allowed only if every limit allows, and only then counted",
         complexity: "O(N) where N is the number of keys, plus each limit's own",
+        since: FIRST,
         flags: "write deny-oom",
         categories: "write ratelimit",
         keys: Keys::Counted,
@@ -251,6 +258,7 @@ pub static COMMANDS: [Row; 12] = [
         command: &LEASES,
         summary: "Take a lease of quantity units of work in flight, held until released or for timeout: at most limit units at once",
         complexity: "O(N) where N is the number of leases held",
+        since: FIRST,
         flags: WRITE,
         categories: CATEGORIES,
         keys: Keys::First,
@@ -262,6 +270,7 @@ pub static COMMANDS: [Row; 12] = [
         command: &concurrency::RELEASE,
         summary: "Release a lease taken with RL.CONCURRENCY: the units it held, 0 if it had ended",
         complexity: "O(N) where N is the number of leases held",
+        since: FIRST,
         flags: WRITE,
         categories: CATEGORIES,
         keys: Keys::First,
@@ -273,6 +282,7 @@ pub static COMMANDS: [Row; 12] = [
         command: &concurrency::RENEW,
         summary: "Move a live lease's deadline to timeout from now: 1, or 0 if it had ended",
         complexity: "O(N) where N is the number of leases held",
+        since: FIRST,
         flags: WRITE,
         categories: CATEGORIES,
         keys: Keys::First,
@@ -284,6 +294,7 @@ pub static COMMANDS: [Row; 12] = [
         command: &cl_throttle::CL_THROTTLE,
         summary: "redis-cell's command: RL.GCRA with redis-cell's grammar (no options)",
         complexity: "O(1)",
+        since: FIRST,
         flags: WRITE,
         categories: CATEGORIES,
         keys: Keys::First,
@@ -295,6 +306,7 @@ pub static COMMANDS: [Row; 12] = [
         command: &inspect::LOG,
         summary: "What a sliding log holds: the units counted in the last window, newest first, by instant and tag, or summed per tag",
         complexity: "O(N) where N is the number of units counted",
+        since: TAGS,
         flags: READ,
         categories: READ_CATEGORIES,
         keys: Keys::First,
@@ -306,6 +318,7 @@ pub static COMMANDS: [Row; 12] = [
         command: &inspect::INSPECT,
         summary: "What a limiter's key holds, decoded: its kind, its stored fields, its block and its PTTL",
         complexity: "O(1) for the counters; O(N) for a tagged log's entries or a lease set's leases",
+        since: TAGS,
         flags: READ,
         categories: READ_CATEGORIES,
         keys: Keys::First,

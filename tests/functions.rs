@@ -109,9 +109,24 @@ impl Calls {
         p
     }
 
+    /// A tag: a few names (so that entries of one instant share them), one
+    /// with a NUL, one of the longest the setting allows; now and then
+    /// none at all, or one too long (errors).
+    fn tag(&mut self) -> String {
+        match self.below(40) {
+            0 => String::new(),
+            1 => "t".repeat(65),
+            2 => "t".repeat(64),
+            3 => "nul\0byte".into(),
+            n => ["a", "b", "alice", "B"][n % 4].into(),
+        }
+    }
+
     /// `[quantity] [options]` of a rate command or RL.ALL whose limits are
-    /// at most `limit`; `reserves`: every limit takes WAIT.
-    fn request(&mut self, ms: bool, reserves: bool, limit: usize) -> Vec<String> {
+    /// at most `limit`; `reserves`: every limit takes WAIT; `tags`: its
+    /// sliding logs take TAG (other commands are given it now and then:
+    /// an error).
+    fn request(&mut self, ms: bool, reserves: bool, limit: usize, tags: bool) -> Vec<String> {
         let mut out = Vec::new();
         if self.chance(60) {
             let q = match self.below(10) {
@@ -148,6 +163,12 @@ impl Calls {
         if way != 0 && way != 1 && self.chance(20) {
             options.push(vec!["BLOCK".into(), self.duration(ms)]);
         }
+        // Tagged entries, beside untagged ones on the same keys (REFUND with
+        // TAG is an error: a refund of a tagged log is an untagged call).
+        if (tags && self.chance(40)) || self.chance(1) {
+            let word = if self.chance(90) { "TAG" } else { "tag" };
+            options.push(vec![word.into(), self.tag()]);
+        }
         // Now and then an option that makes the call an error.
         if self.chance(3) {
             let bad = [
@@ -177,10 +198,63 @@ impl Calls {
         }
     }
 
+    /// An `RL.LOG` of a sliding log's key (now and then another's): a
+    /// window, MS, BY TAG and COUNT in any order.
+    fn log(&mut self, ms: bool) -> Call {
+        let key = self.key("SLIDING_LOG");
+        let mut options: Vec<Vec<String>> = Vec::new();
+        if ms {
+            options.push(vec![if self.chance(90) { "MS" } else { "ms" }.into()]);
+        }
+        if self.chance(50) {
+            options.push(vec![
+                "BY".into(),
+                if self.chance(90) { "TAG" } else { "tag" }.into(),
+            ]);
+        }
+        if self.chance(30) {
+            options.push(vec!["COUNT".into(), (1 + self.below(4)).to_string()]);
+        }
+        if self.chance(3) {
+            let bad = ["BY", "BY x", "COUNT 0", "COUNT", "MS", "FAST"];
+            options.push(self.rng.pick(&bad).split(' ').map(String::from).collect());
+        }
+        for i in (1..options.len()).rev() {
+            let j = self.below(i + 1);
+            options.swap(i, j);
+        }
+        let window = match self.below(10) {
+            0 => "1000000000".into(),
+            _ => self.duration(ms),
+        };
+        let mut args = vec!["RL.LOG".to_string(), key.clone(), window];
+        args.extend(options.into_iter().flatten());
+        Call {
+            args: args.into_iter().map(Arg::Text).collect(),
+            keys: vec![key],
+        }
+    }
+
+    /// An `RL.INSPECT` of any key: a limiter of each kind, blocked or not,
+    /// leases, another type, a string that is no limiter.
+    fn inspect(&mut self) -> Call {
+        let key = match self.below(6) {
+            0 => key_of("lease", self.below(3)),
+            _ => {
+                let pool = self.rng.pick(&ALGORITHMS).1.to_string();
+                self.key(&pool)
+            }
+        };
+        Call {
+            args: vec![Arg::Text("RL.INSPECT".into()), Arg::Text(key.clone())],
+            keys: vec![key],
+        }
+    }
+
     fn next(&mut self) -> Call {
         let text = |v: Vec<String>| v.into_iter().map(Arg::Text).collect::<Vec<_>>();
         let ms = self.chance(85);
-        match self.below(20) {
+        match self.below(23) {
             // A limiter of one algorithm.
             0..=11 => {
                 let (command, alg, reserves) = *self.rng.pick(&ALGORITHMS);
@@ -189,7 +263,7 @@ impl Calls {
                 let limit: usize = params[0].parse().unwrap_or(1) + 1;
                 let mut args = vec![command.to_string(), key.clone()];
                 args.extend(params);
-                args.extend(self.request(ms, reserves, limit));
+                args.extend(self.request(ms, reserves, limit, alg == "SLIDING_LOG"));
                 Call {
                     args: text(args),
                     keys: vec![key],
@@ -201,8 +275,10 @@ impl Calls {
                 let mut keys: Vec<String> = Vec::new();
                 let mut specs = Vec::new();
                 let mut reserves = true;
+                let mut logs = false;
                 for _ in 0..n {
                     let (_, alg, takes_wait) = *self.rng.pick(&ALGORITHMS);
+                    logs |= alg == "SLIDING_LOG";
                     let key = if self.chance(3) && !keys.is_empty() {
                         keys[0].clone() // a key given twice
                     } else {
@@ -216,7 +292,8 @@ impl Calls {
                 let mut args = vec!["RL.ALL".to_string(), n.to_string()];
                 args.extend(keys.iter().cloned());
                 args.extend(specs);
-                args.extend(self.request(ms, reserves, 6));
+                let tags = logs || self.chance(20);
+                args.extend(self.request(ms, reserves, 6, tags));
                 let mut seen = std::collections::HashSet::new();
                 keys.retain(|k| seen.insert(k.clone()));
                 Call {
@@ -247,6 +324,9 @@ impl Calls {
                     keys: vec![key],
                 }
             }
+            // What a key holds: a log's entries, any limiter's state.
+            20 => self.log(ms),
+            21 | 22 => self.inspect(),
             // A lease given back or renewed (its key is known when the call
             // is made).
             18 => {
@@ -289,11 +369,44 @@ struct Coverage {
     renewed: usize,
     /// Calls on a key past the functions edition's range (not compared).
     past_range: usize,
+    /// RL.LOG replies with entries, with a tag among them, and by tag.
+    logs: usize,
+    tagged_logs: usize,
+    by_tag: usize,
+    /// RL.INSPECT replies of a state, of a blocked key.
+    inspected: usize,
+    inspected_blocks: usize,
 }
 
 impl Coverage {
     fn count(&mut self, command: &str, args: &[String], reply: &Value) {
         let upper: Vec<String> = args.iter().map(|a| a.to_ascii_uppercase()).collect();
+        if command == "RL.LOG" || command == "RL.INSPECT" {
+            match reply {
+                Value::ServerError(_) => self.errors += 1,
+                Value::Array(items) if command == "RL.LOG" && !items.is_empty() => {
+                    self.logs += 1;
+                    let by = upper.iter().any(|a| a == "BY");
+                    self.by_tag += usize::from(by);
+                    let tagged = items.iter().any(|item| match item {
+                        Value::Array(fields) => {
+                            matches!(fields.get(if by { 0 } else { 2 }), Some(Value::BulkString(_)))
+                        }
+                        _ => false,
+                    });
+                    self.tagged_logs += usize::from(tagged);
+                }
+                Value::Array(items) if command == "RL.INSPECT" => {
+                    self.inspected += 1;
+                    let blocked = items
+                        .iter()
+                        .any(|v| matches!(v, Value::BulkString(b) if b == b"blocked_until_us"));
+                    self.inspected_blocks += usize::from(blocked);
+                }
+                _ => {}
+            }
+            return;
+        }
         match reply {
             Value::ServerError(_) => self.errors += 1,
             Value::Int(n) if *n > 0 && command == "RL.RELEASE" => self.released += 1,
@@ -510,6 +623,11 @@ fn the_editions_agree_call_for_call() {
         ("leases", c.leases),
         ("releases", c.released),
         ("renewals", c.renewed),
+        ("logs read", c.logs),
+        ("logs with a tag", c.tagged_logs),
+        ("logs by tag", c.by_tag),
+        ("states inspected", c.inspected),
+        ("blocks inspected", c.inspected_blocks),
     ] {
         assert!(
             n >= total / 1000,
@@ -549,9 +667,9 @@ const BOUNDS: [&str; 26] = [
 ];
 
 /// The options, alone and with a value, as the grammar's table knows them.
-const OPTION_GROUPS: [&str; 12] = [
+const OPTION_GROUPS: [&str; 15] = [
     "MS", "PEEK", "REFUND", "FORCE", "WAIT 1", "AT_MOST", "BLOCK 1", "ms", "wait 0", "Block 2", "FAST",
-    "WAIT",
+    "WAIT", "TAG t", "tag u", "TAG",
 ];
 
 /// Every error path of every command, driven with the same inputs on the
@@ -630,6 +748,21 @@ fn every_error_path_answers_alike() {
         args.extend(params.iter().map(|s| s.to_string()));
         args.extend(owned(&["MS", "2"]));
         inputs.push(args);
+        // A tag of every length about the setting's bound, and of any bytes.
+        for tag in [
+            "",
+            "x",
+            "\0",
+            "\x7f\x01",
+            &"t".repeat(64),
+            &"t".repeat(65),
+            &"t".repeat(1025),
+        ] {
+            let mut args = vec![command.to_string(), "KEY".into()];
+            args.extend(params.iter().map(|s| s.to_string()));
+            args.extend(["2".to_string(), "TAG".into(), tag.to_string()]);
+            inputs.push(args);
+        }
     }
     // Several limits at once.
     let specs: [&[&str]; 5] = [
@@ -654,6 +787,11 @@ fn every_error_path_answers_alike() {
             &["2", "MS", "FORCE", "BLOCK", "1"],
             &["PEEK", "PEEK"],
             &["FAST"],
+            &["2", "TAG", "x"],
+            &["TAG"],
+            &["TAG", ""],
+            &["REFUND", "TAG", "x"],
+            &["TAG", "x", "tag", "y"],
         ] {
             let mut args = owned(&["RL.ALL", "2", "{a}KEY", "{a}KEY2", "GCRA", "2", "1", "60"]);
             args.extend(spec.iter().map(|s| s.to_string()));
@@ -736,8 +874,55 @@ fn every_error_path_answers_alike() {
     ] {
         inputs.push(owned(args));
     }
+    // RL.LOG: the window at every bound (in seconds and in MS), COUNT
+    // likewise, BY without TAG or with another word, every option twice,
+    // unknown words, arities; RL.INSPECT's arities.
+    for unit in [None, Some("MS")] {
+        for token in BOUNDS {
+            let mut args = owned(&["RL.LOG", "KEY", token]);
+            args.extend(unit.map(String::from));
+            inputs.push(args);
+            let mut args = owned(&["RL.LOG", "KEY", "60", "COUNT", token]);
+            args.extend(unit.map(String::from));
+            inputs.push(args);
+        }
+    }
+    for tail in [
+        &[][..],
+        &["BY"],
+        &["BY", "x"],
+        &["BY", "tag"],
+        &["by", "TAG", "BY", "TAG"],
+        &["BY", "TAG", "BY"],
+        &["COUNT"],
+        &["COUNT", "2", "COUNT", "3"],
+        &["MS", "ms"],
+        &["FAST"],
+        &["TAG"],
+        &["2"],
+        &["COUNT", "x", "BY"],
+        &["BY", "x", "COUNT", "0"],
+        &["COUNT", "0", "FAST"],
+        &["MS", "BY", "TAG", "COUNT", "1"],
+    ] {
+        let mut args = owned(&["RL.LOG", "KEY", "60"]);
+        args.extend(owned(tail));
+        inputs.push(args);
+        let mut args = owned(&["RL.LOG", "KEY", "0"]);
+        args.extend(owned(tail));
+        inputs.push(args);
+    }
+    for args in [
+        &["RL.LOG", "KEY"][..],
+        &["RL.LOG"],
+        &["RL.INSPECT"],
+        &["RL.INSPECT", "KEY", "x"],
+        &["RL.INSPECT", "KEY"],
+    ] {
+        inputs.push(owned(args));
+    }
     // States: of another algorithm, of another type, corrupt.
-    let states: [(&str, &[&str]); 12] = [
+    let states: [(&str, &[&str]); 30] = [
         ("gcra", &["RL.GCRA", "s:gcra", "2", "1", "3600"]),
         ("bucket", &["RL.TOKEN_BUCKET", "s:bucket", "3", "1", "3600"]),
         ("fixed", &["RL.FIXED", "s:fixed", "3", "3600"]),
@@ -757,6 +942,89 @@ fn every_error_path_answers_alike() {
         ),
         ("block", &["SET", "s:block", "B\x01"]),
         ("tat", &["SET", "s:tat", "12/0"]),
+        ("empty", &["SET", "s:empty", ""]),
+        ("header", &["SET", "s:header", "B\x00\x00\x00\x00\x00\x00\x00"]),
+        (
+            "header-log",
+            &["SET", "s:header-log", "B\x00\x00\x00\x00\x00\x00\x00L\x00\x00\x00\x00"],
+        ),
+        (
+            "header-junk",
+            &["SET", "s:header-junk", "B\x00\x00\x00\x00\x00\x00\x00junk"],
+        ),
+        ("tagged", &["RL.SLIDING_LOG", "s:tagged", "3", "3600", "2", "TAG", "t"]),
+        ("tagged-short", &["SET", "s:tagged-short", "l\x01\x00\x00"]),
+        ("tagged-empty", &["SET", "s:tagged-empty", "l\x00\x00\x00\x00"]),
+        (
+            "tagged-no-instant",
+            &["SET", "s:tagged-no-instant", "l\x01\x00\x00\x00\x00\x00"],
+        ),
+        (
+            "tagged-no-record",
+            &["SET", "s:tagged-no-record", "l\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00"],
+        ),
+        (
+            "tagged-record-short",
+            &["SET", "s:tagged-record-short", "l\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00a"],
+        ),
+        (
+            "tagged-record-long",
+            &["SET", "s:tagged-record-long", "l\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00a"],
+        ),
+        (
+            "tagged-1025",
+            &["SET", "s:tagged-1025", "l\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x04a"],
+        ),
+        (
+            "tagged-order",
+            &[
+                "SET",
+                "s:tagged-order",
+                "l\x02\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00a\x00\x00",
+            ],
+        ),
+        (
+            "tagged-untagged",
+            &[
+                "SET",
+                "s:tagged-untagged",
+                "l\x02\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+            ],
+        ),
+        (
+            "tagged-blocked",
+            &[
+                "SET",
+                "s:tagged-blocked",
+                "B\x00\x00\x00\x00\x00\x00\x00l\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00a",
+            ],
+        ),
+        ("tagged-junk", &["SET", "s:tagged-junk", "ljunk"]),
+        // Reservations far ahead (the year 2128: every entry counted), of
+        // two instants, their tags interleaved: RL.LOG's items per instant
+        // and tag, in the order first met, and COUNT within an instant.
+        (
+            "tagged-ahead",
+            &[
+                "SET",
+                "s:tagged-ahead",
+                concat!(
+                    "l\x06\x00\x00\x00",
+                    "pppppp\x11\x00pppppp\x11\x00qppppp\x11\x00",
+                    "qppppp\x11\x00qppppp\x11\x00qppppp\x11\x00",
+                    "\x01\x00a\x00\x00\x01\x00b\x01\x00a\x01\x00b\x00\x00"
+                ),
+            ],
+        ),
+        // An untagged ring whose oldest entry is in slot 1.
+        (
+            "ring",
+            &[
+                "SET",
+                "s:ring",
+                "L\x01\x00\x00\x00rppppp\x11\x00pppppp\x11\x00qppppp\x11\x00",
+            ],
+        ),
     ];
     let setup: Vec<Step> = states
         .iter()
@@ -788,6 +1056,27 @@ fn every_error_path_answers_alike() {
             "3".into(),
             "60".into(),
         ]);
+        inputs.push(vec!["RL.INSPECT".into(), key.clone()]);
+        inputs.push(vec!["RL.LOG".into(), key.clone(), "1000000000".into()]);
+        inputs.push(owned(&["RL.LOG", &key, "1000000000", "BY", "TAG"]));
+        for count in ["1", "2", "3", "4"] {
+            inputs.push(owned(&["RL.LOG", &key, "1", "MS", "COUNT", count]));
+            inputs.push(owned(&["RL.LOG", &key, "1", "BY", "TAG", "COUNT", count]));
+        }
+        // Read, then written by each kind of call: a tag, none, a refund.
+        for tail in [
+            &["TAG", "u"][..],
+            &[],
+            &["REFUND"],
+            &["2", "REFUND"],
+            &["PEEK", "TAG", "v"],
+        ] {
+            let mut args = owned(&["RL.SLIDING_LOG", &key, "3", "3600"]);
+            args.extend(owned(tail));
+            inputs.push(args);
+        }
+        inputs.push(vec!["RL.INSPECT".into(), key.clone()]);
+        inputs.push(owned(&["RL.LOG", &key, "1000000000", "COUNT", "2"]));
     }
     // The deepest debt, and a sliding log past its cap.
     for _ in 0..5 {
@@ -1363,6 +1652,74 @@ fn the_library_shadow_switch() {
         );
     }
     println!("{shadowed} refusals shadowed alike");
+}
+
+/// The library's `tag_max_bytes` (its settings table, the library loaded
+/// again) beside the module's `ratelimit.tag_max_bytes`, at the ceiling and
+/// at the floor: the same tags taken (`rl_sliding_log`, `rl_all`) and
+/// refused, with the same error but for the hint, and the same bytes. (The
+/// scripts keep the table as it is: not compared here.)
+#[test]
+fn the_library_tag_max_bytes_setting() {
+    let source = common::library_source();
+    let default = "    tag_max_bytes = 64,\n";
+    assert_eq!(
+        source.matches(default).count(),
+        1,
+        "the settings table's tag_max_bytes"
+    );
+    for cap in ["1024", "1"] {
+        let library = source.replace(default, &format!("    tag_max_bytes = {cap},\n"));
+        let Some(mut both) = SideBySide::start(&library) else {
+            return; // needs the module and Functions: runs in the module's run on 7.0+
+        };
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("ratelimit.tag_max_bytes")
+            .arg(cap)
+            .query(&mut both.con)
+            .unwrap();
+        let (mut taken, mut refused) = (0, 0);
+        for len in [1usize, 2, 64, 65, 1024, 1025] {
+            let tag = "t".repeat(len);
+            let key = format!("tag:{cap}:{len}");
+            let calls = [
+                vec!["RL.SLIDING_LOG", &key, "5", "3600", "2", "TAG", &tag],
+                vec!["RL.SLIDING_LOG", &key, "5", "3600"],
+                vec!["RL.ALL", "1", &key, "SLIDING_LOG", "5", "3600", "TAG", &tag],
+                vec!["RL.LOG", &key, "3600", "BY", "TAG"],
+            ];
+            for args in calls {
+                let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+                let outcome = both.run(&[Step {
+                    args: bytes(&args),
+                    keys: vec![key.as_bytes().to_vec()],
+                }]);
+                let outcome = &outcome[0];
+                let show = format!("{} ... (a tag of {len} bytes, cap {cap})", args[..4].join(" "));
+                assert_eq!(
+                    common::editions::comparable(&outcome.replies[0]),
+                    common::editions::comparable(&outcome.replies[1]),
+                    "{show}"
+                );
+                if both.one_instant {
+                    assert_eq!(outcome.states[0], outcome.states[1], "{show}");
+                }
+                match common::editions::error_of(&outcome.replies[0]) {
+                    Some(text) => {
+                        assert!(
+                            text.starts_with(&format!("ERR TAG value must be 1 to {cap} bytes")),
+                            "{show}: {text}"
+                        );
+                        refused += 1;
+                    }
+                    None => taken += 1,
+                }
+            }
+        }
+        let expected = if cap == "1" { 5 } else { 1 };
+        assert_eq!(refused, expected * 2, "cap {cap}: {taken} taken");
+    }
 }
 
 /// `MEMORY USAGE` of one limiter of each algorithm (and of 1,000 leases)

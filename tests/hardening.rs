@@ -63,6 +63,10 @@ fn nasty_token(rng: &mut Rng) -> Vec<u8> {
         b"NaN",
         b"inf",
         b"key",
+        b"TAG",
+        b"tag",
+        b"BY",
+        b"COUNT",
     ];
     match rng.below(10) {
         0 => (0..rng.below(40)).map(|_| rng.next() as u8).collect(),
@@ -128,6 +132,9 @@ fn accepted(sample: &Sample) -> &'static [&'static [u8]] {
         (_, "CL.THROTTLE" | "RL.RELEASE") => &[],
         (Grammar::LeaseOp, _) => &[b"MS"],
         (Grammar::Lease, _) => &[b"MS", b"PEEK"],
+        (_, "RL.SLIDING_LOG") => &[
+            b"MS", b"PEEK", b"REFUND", b"FORCE", b"WAIT", b"AT_MOST", b"BLOCK", b"TAG",
+        ],
         _ => &[b"MS", b"PEEK", b"REFUND", b"FORCE", b"WAIT", b"AT_MOST", b"BLOCK"],
     }
 }
@@ -146,6 +153,8 @@ fn options_valid(sample: &Sample, words: &[&[u8]]) -> bool {
         .all(|o| accepted(sample).iter().any(|a| o.eq_ignore_ascii_case(a)))
         && has(b"BLOCK") <= 1
         && has(b"WAIT") <= 1
+        && has(b"TAG") <= 1
+        && !(has(b"TAG") > 0 && has(b"REFUND") > 0)
         && ways <= 1
         && !(has(b"BLOCK") > 0 && (has(b"REFUND") > 0 || has(b"FORCE") > 0))
         && (has(b"WAIT") == 0 || matches!(sample.name, "RL.GCRA" | "RL.TOKEN_BUCKET" | "RL.SLIDING_LOG"))
@@ -197,7 +206,7 @@ fn random_vector(rng: &mut Rng, sample: &Sample) -> (Vec<Arg>, Made) {
         // nothing.
         _ => &[
             b"MS", b"ms", b"PEEK", b"peek", b"REFUND", b"Refund", b"BLOCK", b"block", b"FORCE", b"WAIT",
-            b"wait", b"AT_MOST", b"at_most",
+            b"wait", b"AT_MOST", b"at_most", b"TAG", b"tag",
         ],
     };
     if sample.grammar != Grammar::LeaseOp && rng.below(2) == 0 {
@@ -215,6 +224,15 @@ fn random_vector(rng: &mut Rng, sample: &Sample) -> (Vec<Arg>, Made) {
             args.push(Arg::Bytes((1 + value % 3).to_string().into_bytes()));
         } else if option.eq_ignore_ascii_case(b"WAIT") {
             args.push(Arg::Bytes(value.to_string().into_bytes()));
+        } else if option.eq_ignore_ascii_case(b"TAG") {
+            // A tag of any bytes, 1 to 64 of them (the default setting).
+            let tag: Vec<u8> = match value {
+                0 => b"a".to_vec(),
+                1 => b"tenant:42".to_vec(),
+                2 => vec![0xff, 0x00, b'\n'],
+                _ => vec![b't'; 64],
+            };
+            args.push(Arg::Bytes(tag));
         }
     }
     let all_accepted = options_valid(sample, &words);
@@ -297,7 +315,15 @@ fn check_reply(args: &[Vec<u8>], reply: &Value, leases: &Leases) -> Option<(i64,
             other => panic!("{args:?}: not an integer: {other:?}"),
         })
         .collect();
-    let options = args.get(2 + sample.params.len()..).unwrap_or_default();
+    // The option words (a TAG's value, any bytes, is none).
+    let mut options: Vec<&[u8]> = Vec::new();
+    let mut tokens = args.get(2 + sample.params.len()..).unwrap_or_default().iter();
+    while let Some(token) = tokens.next() {
+        options.push(token);
+        if token.eq_ignore_ascii_case(b"TAG") {
+            tokens.next();
+        }
+    }
     let option = |word: &[u8]| options.iter().any(|a| a.eq_ignore_ascii_case(word));
     let (peek, refund, force, wait, at_most) = (
         option(b"PEEK"),
@@ -601,6 +627,48 @@ fn random_arguments_never_crash_or_corrupt() {
     assert_eq!(pong, "PONG");
 }
 
+/// An `RL.LOG` or `RL.INSPECT` call (they are read-only, and not in
+/// `COMMANDS`): a key of the fuzzer's (a sliding log's mostly), then, for
+/// RL.LOG, a window and its options, all now and then replaced by noise.
+fn view_vector(rng: &mut Rng) -> Vec<Vec<u8>> {
+    let inspect = rng.below(2) == 0;
+    let mut args: Vec<Vec<u8>> = vec![if inspect {
+        b"RL.INSPECT".to_vec()
+    } else {
+        b"RL.LOG".to_vec()
+    }];
+    let key = match rng.below(4) {
+        0 => rng.pick(&KEYS).as_bytes().to_vec(),
+        1 if inspect => format!("fz:{}:{}", rng.pick(&COMMANDS).name, rng.below(3)).into_bytes(),
+        _ => format!("fz:RL.SLIDING_LOG:{}", rng.below(3)).into_bytes(),
+    };
+    if rng.below(20) > 0 {
+        args.push(key);
+    }
+    if !inspect {
+        args.push((1 + rng.next() % 3600).to_string().into_bytes());
+        const WORDS: [&[u8]; 8] = [b"MS", b"ms", b"BY", b"TAG", b"by", b"tag", b"COUNT", b"count"];
+        for _ in 0..rng.below(4) {
+            let word = *rng.pick(&WORDS);
+            args.push(word.to_vec());
+            if word.eq_ignore_ascii_case(b"COUNT") {
+                args.push((1 + rng.next() % 5).to_string().into_bytes());
+            }
+        }
+    }
+    for _ in 0..rng.below(3) {
+        let at = 1 + rng.below(args.len());
+        match rng.below(3) {
+            0 if at < args.len() => args[at] = nasty_token(rng),
+            1 if at < args.len() => {
+                args.remove(at);
+            }
+            _ => args.insert(at, nasty_token(rng)),
+        }
+    }
+    args
+}
+
 /// The fuzz vocabulary (the calls of `random_arguments_never_crash_or_corrupt`)
 /// sent to the module, the library and the generated scripts of one server,
 /// each call in one transaction (see `common::editions`): the same reply or
@@ -645,16 +713,16 @@ fn the_editions_answer_the_vocabulary_alike() {
     let batch = 100;
     let mut done = 0;
     while done < total {
-        let vectors: Vec<(&Sample, Vec<Arg>, Made)> = (0..batch)
+        // One call in eight reads a key (RL.LOG, RL.INSPECT).
+        let steps: Vec<common::editions::Step> = (0..batch)
             .map(|_| {
+                if rng.below(8) == 0 {
+                    let args = view_vector(&mut rng);
+                    let keys = args.get(1).cloned().into_iter().collect();
+                    return common::editions::Step { args, keys };
+                }
                 let sample = *rng.pick(&commands);
-                let (args, made) = random_vector(&mut rng, sample);
-                (sample, args, made)
-            })
-            .collect();
-        let steps: Vec<common::editions::Step> = vectors
-            .iter()
-            .map(|(sample, args, _)| {
+                let (args, _) = random_vector(&mut rng, sample);
                 let args: Vec<Vec<u8>> = args.iter().map(|a| leases.resolve(a)).collect();
                 let mut full = vec![sample.name.as_bytes().to_vec()];
                 full.extend(args.iter().cloned());
@@ -796,7 +864,7 @@ fn corrupt_states_are_reported_and_kept() {
     }
     let mut rng = Rng(42);
     for len in [1usize, 5, 12, 13, 16, 21, 28, 40, 100] {
-        for tag in [b'F', b'C', b'T', b'L', b'1', b'x'] {
+        for tag in [b'F', b'C', b'T', b'L', b'l', b'1', b'x'] {
             let mut v: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
             v[0] = tag;
             values.push(v);

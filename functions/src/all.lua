@@ -86,7 +86,7 @@ function G.all(keys, args, values, now)
     specs[position] = { alg = alg, from = at + 1 }
     at = at + 1 + #alg.params
   end
-  local req = options('rl.all', args, at, RATE_OPTIONS)
+  local req = options('rl.all', args, at, TAGGED_OPTIONS)
   -- Each limit read and judged in turn, as the module does: an error names
   -- the first limit that has one.
   now = now or clock()

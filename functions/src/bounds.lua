@@ -18,6 +18,8 @@ local MAX_HELD = 4000000000
 local MAX_WINDOW_START = 72057594037927935 -- 2^56 - 1 (never reached below RANGE.instant)
 local SETTING_CEILING = 1000000
 local MAX_KEYS = 100
+-- The longest tag a log entry may carry (the tag_max_bytes setting's ceiling).
+local MAX_TAG_BYTES = 1024
 local WHOLE_VALUE_MAX = 64
 local LEASE_MAX = '9223372036854775807'
 

@@ -1,16 +1,20 @@
 -- The options (src/options.rs), their words and how they exclude each other
 -- (tests/functions.rs checks that the module's table and this one agree).
-local MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK = 1, 2, 3, 4, 5, 6, 7
+local MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK, TAG = 1, 2, 3, 4, 5, 6, 7, 8
 -- The modes (rl-core's Mode).
 local TAKE = 0
 
 local RATE_OPTIONS = { MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK }
+-- RL.SLIDING_LOG's and RL.ALL's: a log's entries may carry a tag.
+local TAGGED_OPTIONS = { MS, PEEK, REFUND, FORCE, WAIT, AT_MOST, BLOCK, TAG }
 local LEASE_OPTIONS = { MS, PEEK }
 local UNIT_OPTIONS = { MS }
 local unknown_option, options
 do
-  local OPTION_WORDS = { 'MS', 'PEEK', 'REFUND', 'FORCE', 'WAIT', 'AT_MOST', 'BLOCK' }
-  local OPTION_OF = { ms = MS, peek = PEEK, refund = REFUND, force = FORCE, wait = WAIT, at_most = AT_MOST, block = BLOCK }
+  local OPTION_WORDS = { 'MS', 'PEEK', 'REFUND', 'FORCE', 'WAIT', 'AT_MOST', 'BLOCK', 'TAG' }
+  local OPTION_OF = { ms = MS, peek = PEEK, refund = REFUND, force = FORCE, wait = WAIT, at_most = AT_MOST, block = BLOCK, tag = TAG }
+  -- What the value of an option that takes one is called.
+  local VALUE_OF = { [WAIT] = 'WAIT max_wait', [BLOCK] = 'BLOCK duration', [TAG] = 'TAG value' }
   local TAKE_WAYS = 'each says how the units are taken: choose one'
   local EXCLUSIVE = {
     { REFUND, FORCE, TAKE_WAYS },
@@ -21,6 +25,7 @@ do
     { WAIT, AT_MOST, TAKE_WAYS },
     { REFUND, BLOCK, 'a refund is never refused' },
     { FORCE, BLOCK, 'a forced request is never refused' },
+    { REFUND, TAG, 'a refund gives back the newest units, whoever logged them' },
   }
 
   local function accepts_words(accepts, last)
@@ -52,7 +57,7 @@ do
   end
 
   -- `[quantity] [options]` from args[from]: a request {q, unit, peek, mode,
-  -- max_wait, block}.
+  -- max_wait, block, tag}.
   function options(command, args, from, accepts)
     local req = { q = 1, unit = 1000000, peek = false, mode = TAKE }
     local i, n = from, #args
@@ -70,22 +75,33 @@ do
       local token = args[i]
       local option = OPTION_OF[lower(token)]
       if not option or not taken(accepts, option) then unknown_option(command, token, accepts, true) end
-      if option == WAIT or option == BLOCK then
+      if VALUE_OF[option] then
         if seen[option] then fail('ERR syntax error: ' .. OPTION_WORDS[option] .. ' is given twice') end
         i = i + 1
         local value = args[i]
         if not value then
-          fail(fmt('ERR syntax error: %s needs a value (%s)', OPTION_WORDS[option],
-            option == WAIT and 'WAIT max_wait' or 'BLOCK duration'))
+          fail(fmt('ERR syntax error: %s needs a value (%s)', OPTION_WORDS[option], VALUE_OF[option]))
         end
-        if option == WAIT then max_wait = value else block = value end
+        if option == WAIT then
+          max_wait = value
+        elseif option == BLOCK then
+          block = value
+        else
+          -- (Checked as it is read, as the module does.)
+          local most = SETTINGS.tag_max_bytes
+          if #value < 1 or #value > most then
+            fail(fmt('ERR TAG value must be 1 to %d bytes (the tag_max_bytes setting at the top of the library raises the cap, up to %d)',
+              most, MAX_TAG_BYTES))
+          end
+          req.tag = value
+        end
       end
       seen[option] = true
       if option == MS then
         req.unit = 1000
       elseif option == PEEK then
         req.peek = true
-      elseif option ~= BLOCK and option ~= WAIT then
+      elseif option ~= BLOCK and option ~= WAIT and option ~= TAG then
         req.mode = option
       end
       i = i + 1

@@ -45,6 +45,8 @@ local function decide(e, req, joint, now)
   if block and now >= block then block = nil end
   local kind = effect.kind
   if kind == 'record' then
+    -- (The entries a log records carry the call's tag.)
+    if alg.logs then effect.change.tag = req.tag end
     e.write = framed(alg.plan(lim, state, effect.change, ceil_div(effect.expires_at, 1000)), frame, block)
   elseif kind == 'refund' then
     if effect.give == 'rested' then
@@ -87,7 +89,7 @@ function G.rate(i, keys, args, bytes, now)
   local key = one_key(keys, 'rl_' .. sub(alg.name, 4), alg.name)
   local n = #alg.params
   if #args < n then arity_error(alg.name) end
-  local req = options(alg.name, args, n + 1, RATE_OPTIONS)
+  local req = options(alg.name, args, n + 1, alg.logs and TAGGED_OPTIONS or RATE_OPTIONS)
   local e = limit_of(alg, args, 1, req, key, now ~= nil, bytes)
   decide(e, req, nil, now or clock())
   local reply = five(e.d, req.unit)

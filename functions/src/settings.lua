@@ -9,5 +9,8 @@ local function settings()
     sliding_log_max_limit = 10000,
     -- The largest `limit` of rl_concurrency, 1 to 1000000.
     concurrency_max_limit = 10000,
+    -- The longest TAG value, in bytes, 1 to 1024 (a tagged log entry takes
+    -- 10 bytes and its tag's).
+    tag_max_bytes = 64,
   }
 end

@@ -21,9 +21,35 @@ local function patched(base, new_len, patches)
   return v
 end
 
+-- The tagged log's write (a log that holds a tag, or a call that gives
+-- one): the whole log rebuilt, as the untagged one is (`plan_log`), the
+-- new entries after those at or before `at` and before later ones, the
+-- oldest dropped past `keep`; each new entry carries the call's tag.
+local function plan_tagged(log, change, ms)
+  local keep, q, at, tag = change.keep, change.count, change.at, change.tag or false
+  local n, old, olds = 0, '', nil
+  if log then n, old, olds = log.n, log_bytes(log, 0, log.n), log.tags end
+  local before = n
+  if n > 0 and log_get(log, n - 1) > at then before = n - log_later_than(log, at) end
+  local word = u64_bytes(at)
+  local words, tags, k = {}, {}, 0
+  for i = max(n + q - keep, 0) + 1, n + q do
+    k = k + 1
+    if i > before and i <= before + q then
+      words[k], tags[k] = word, tag
+    else
+      local j = i
+      if i > before then j = i - q end
+      words[k], tags[k] = sub(old, j * 8 - 7, j * 8), olds and olds[j] or false
+    end
+  end
+  return set_plan(log_value(words, tags), ms)
+end
+
 -- The sliding log's write for `q` entries at `at` (src/codec/sliding_log.rs):
 -- in place while the ring allows, else the whole log rebuilt in order.
 local function plan_log(log, change, ms)
+  if change.tag or (log and log.tags) then return plan_tagged(log, change, ms) end
   local keep, q, at = change.keep, change.count, change.at
   local word = u64_bytes(at)
   local n = log and log.n or 0
@@ -66,6 +92,12 @@ local function plan_shed(log, shed, ms)
   local n = log.n
   local k = min(shed.newest, n)
   local left = n - k
+  if log.tags then
+    -- A tagged log: rebuilt without them (untagged if no tag is left).
+    local old, words, tags = log_bytes(log, 0, left), {}, {}
+    for i = 1, left do words[i], tags[i] = sub(old, i * 8 - 7, i * 8), log.tags[i] end
+    return set_plan(log_value(words, tags), ms)
+  end
   if shed.horizon and slot(n) > WHOLE_VALUE_MAX then
     local filler = u64_bytes(min(shed.horizon, log_get(log, 0)))
     local start = (log.oldest + left) % n

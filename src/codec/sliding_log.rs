@@ -168,6 +168,18 @@ fn shed(log: &LogView<'_>, shed: &Shed, expire_at_ms: u64) -> Write {
     }
 }
 
+/// The write of a tagged call, or of any call on a tagged log: the log
+/// rewritten whole (kept out of the untagged path).
+#[cold]
+#[inline(never)]
+fn tagged(log: Option<&LogView<'_>>, append: &Append, expire_at_ms: u64, tag: Option<&[u8]>) -> Write {
+    Write::Set {
+        value: tagged_log::appended(log, append, tag),
+        expire_at_ms,
+        share: false,
+    }
+}
+
 impl SlidingLogCodec {
     /// An untagged log (`L`).
     pub(super) fn decode_log(bytes: &[u8]) -> Result<LogView<'_>, &'static str> {
@@ -195,26 +207,29 @@ impl Codec for SlidingLogCodec {
         }
     }
 
-    fn plan(state: Option<&StateOf<'_, Self>>, append: &ChangeOf<Self>, expire_at_ms: u64) -> Write {
-        Self::plan_tagged(state, append, expire_at_ms, None)
-    }
-
     /// A tagged call, or any call on a tagged log, rewrites the log whole
     /// (see `tagged_log`); an untagged call on an untagged log writes what
     /// it always did.
-    #[inline]
+    #[inline(always)]
     fn plan_tagged(
         state: Option<&StateOf<'_, Self>>,
         append: &ChangeOf<Self>,
         expire_at_ms: u64,
         tag: Option<&[u8]>,
     ) -> Write {
-        if tag.is_some() || state.is_some_and(|log| log.tags().is_some()) {
-            return Write::Set {
-                value: tagged_log::appended(state, append, tag),
-                expire_at_ms,
-                share: false,
-            };
+        if tag.is_none() {
+            return Self::plan(state, append, expire_at_ms);
+        }
+        Write::Set {
+            value: tagged_log::appended(state, append, tag),
+            expire_at_ms,
+            share: false,
+        }
+    }
+
+    fn plan(state: Option<&StateOf<'_, Self>>, append: &ChangeOf<Self>, expire_at_ms: u64) -> Write {
+        if state.is_some_and(|log| log.tags().is_some()) {
+            return tagged(state, append, expire_at_ms, None);
         }
         let keep = usize::try_from(append.keep).unwrap_or(usize::MAX);
         let at = append.at.as_micros();

@@ -14,7 +14,6 @@ use std::ffi::{c_char, c_int, CString};
 use std::ptr::null;
 
 const OK: c_int = raw::REDISMODULE_OK as c_int;
-const SINCE: &std::ffi::CStr = c"0.1.0";
 
 fn c_string(text: &str) -> CString {
     CString::new(text).unwrap_or_default()
@@ -195,7 +194,8 @@ pub fn document(ctx: *mut raw::RedisModuleCtx) -> bool {
         info.version = &version;
         info.summary = arena.text(row.summary);
         info.complexity = arena.text(row.complexity);
-        info.since = SINCE.as_ptr();
+        let since = arena.text(row.since);
+        info.since = since;
         info.arity = row.arity();
         info.key_specs = specs.as_mut_ptr();
         info.args = args;

@@ -551,7 +551,7 @@ pub fn disagreement(outcome: &Outcome, exact: bool) -> Option<String> {
 /// one wording the editions do not share).
 pub fn library_words(text: &str) -> String {
     let mut out = text.to_string();
-    for setting in ["sliding_log_max_limit", "concurrency_max_limit"] {
+    for setting in ["sliding_log_max_limit", "concurrency_max_limit", "tag_max_bytes"] {
         out = out.replace(
             &format!("(CONFIG SET ratelimit.{setting} raises the cap"),
             &format!("(the {setting} setting at the top of the library raises the cap"),

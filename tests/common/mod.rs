@@ -1302,6 +1302,11 @@ pub enum Grammar {
     LeaseOp,
 }
 
+/// The commands that only read a key (`RL.LOG`, `RL.INSPECT`), beside the
+/// [`COMMANDS`] that decide: registered always, in `@ratelimit` too (and
+/// `@read`, where `COMMANDS` are in `@write`). tests/tags.rs covers them.
+pub const READ_COMMANDS: [&str; 2] = ["rl.inspect", "rl.log"];
+
 /// The `limit` in the reply to every sample's `args`.
 pub const SAMPLE_LIMIT: i64 = 3;
 

@@ -59,6 +59,8 @@ def test_each_script_is_what_build_py_writes(tmp_path: Path) -> None:
         "rl_concurrency",
         "rl_fixed",
         "rl_gcra",
+        "rl_inspect",
+        "rl_log",
         "rl_release",
         "rl_renew",
         "rl_sliding_counter",

@@ -50,6 +50,8 @@ fn each_script_is_what_build_py_writes() {
             "rl_concurrency",
             "rl_fixed",
             "rl_gcra",
+            "rl_inspect",
+            "rl_log",
             "rl_release",
             "rl_renew",
             "rl_sliding_counter",
