@@ -13,17 +13,6 @@ const { describe, it, before } = require("node:test");
 const { RateLimits, RateLimitError, InvalidParameter, ServerError, Unavailable } = require("../lib");
 const { fakeRedis, fakeConnection, NO_ANSWER, CLOSE } = require("./fake-redis");
 const { CLIENTS, RESP3_CLIENTS } = require("./clients");
-const { standaloneScripts } = require("../lib/lua");
-
-/**
- * Until the functions edition has a command's script (the server side of a
- * new command is written beside the clients'), its scripts case is skipped.
- * @param {string[]} command @returns {string | false}
- */
-function missingScript(command) {
-  const m = /^<sha:(\w+)>$/.exec(command[1]);
-  return m !== null && !standaloneScripts().has(m[1]) && `the functions library has no ${m[1]} yet`;
-}
 const { load, forNode, makeLimiter, perform, answerOf, expectedOf, substitute } = require("./contract");
 
 const calls = load("calls.json");
@@ -54,7 +43,7 @@ for (const clientName of Object.keys(CLIENTS)) {
       for (const c of forNode(calls.cases)) {
         // A RESP3 reply needs a client that speaks RESP3 (ioredis and
         // node-redis 4 speak RESP2 only).
-        const skip = c.resp === 3 && !resp3 ? `${clientName} speaks RESP2 only` : backend === "scripts" && missingScript(c.scripts);
+        const skip = c.resp === 3 && !resp3 ? `${clientName} speaks RESP2 only` : false;
         it(`${backend}: ${c.name}`, { skip }, async () => {
           const on = c.resp === 3 ? /** @type {typeof fake} */ (resp3) : fake;
           const expected = substitute(c[backend]);

@@ -36,27 +36,26 @@ pub fn library_source() -> &'static str {
     LIBRARY
 }
 
-/// A standalone script's source and SHA-1, derived from the library;
-/// `None` for a command whose script the library lacks (a library older
-/// than the command).
-pub(crate) fn script(command: Command) -> Option<(&'static str, &'static str)> {
-    static SCRIPTS: OnceLock<Vec<Option<(String, String)>>> = OnceLock::new();
+/// A standalone script's source and SHA-1, derived from the library.
+pub(crate) fn script(command: Command) -> (&'static str, &'static str) {
+    static SCRIPTS: OnceLock<Vec<(String, String)>> = OnceLock::new();
     let scripts = SCRIPTS.get_or_init(|| {
         let derived = scripts_from_library(LIBRARY).expect("build.rs derived the scripts from this library");
         COMMANDS
             .iter()
             .map(|c| {
-                let found = derived.iter().find(|(name, _)| name == c.function_name());
-                if found.is_none() && !c.is_new() {
-                    panic!("the functions library has no script for {}", c.function_name());
-                }
-                found.map(|(_, src)| (src.clone(), redis::Script::new(src).get_hash().to_string()))
+                let (_, src) = derived
+                    .iter()
+                    .find(|(name, _)| name == c.function_name())
+                    .unwrap_or_else(|| {
+                        panic!("the functions library has no script for {}", c.function_name())
+                    });
+                (src.clone(), redis::Script::new(src).get_hash().to_string())
             })
             .collect()
     });
-    scripts[command.index()]
-        .as_ref()
-        .map(|(src, sha)| (src.as_str(), sha.as_str()))
+    let (src, sha) = &scripts[command.index()];
+    (src, sha)
 }
 
 /// Each command with a script, in the order of `Command::index`.
@@ -113,7 +112,7 @@ pub(crate) fn load_library() -> Cmd {
 /// `SCRIPT LOAD <script>`.
 pub(crate) fn load_script(command: Command) -> Cmd {
     let mut c = redis::cmd("SCRIPT");
-    c.arg("LOAD").arg(script(command).map_or("", |s| s.0));
+    c.arg("LOAD").arg(script(command).0);
     c
 }
 
@@ -134,8 +133,7 @@ pub(crate) fn build(backend: Backend, command: Command, keys: &[&str], args: &[A
         }
         Backend::Scripts => {
             let mut c = redis::cmd("EVALSHA");
-            // A script the library lacks is refused before sending (call::exchange).
-            c.arg(script(command).map_or("", |s| s.1)).arg(keys.len());
+            c.arg(script(command).1).arg(keys.len());
             c
         }
     };
@@ -199,13 +197,11 @@ mod tests {
         let derived = scripts_from_library(LIBRARY).unwrap();
         for (i, command) in COMMANDS.into_iter().enumerate() {
             assert_eq!(command.index(), i);
-            let found = derived.iter().find(|(n, _)| n == command.function_name());
-            let Some((_, want)) = found else {
-                // Until the library has it (written beside this client).
-                assert!(command.is_new() && script(command).is_none());
-                continue;
-            };
-            let (src, sha) = script(command).unwrap();
+            let (src, sha) = script(command);
+            let (_, want) = derived
+                .iter()
+                .find(|(n, _)| n == command.function_name())
+                .unwrap();
             assert_eq!(src, want);
             assert_eq!(sha, redis::Script::new(want).get_hash());
         }

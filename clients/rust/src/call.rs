@@ -397,12 +397,6 @@ pub(crate) async fn exchange<S: Sender>(
     plan: &Plan,
     keys: &[&str],
 ) -> Result<Value, Error> {
-    if backend == Backend::Scripts && backend::script(plan.command).is_none() {
-        return Err(Error::Reply(format!(
-            "the functions library this client ships has no script for {}",
-            plan.command.function_name()
-        )));
-    }
     let cmd = plan.cmd(backend, keys);
     let key = keys.first().copied();
     let e = match checked(sender.send(&cmd, key).await) {

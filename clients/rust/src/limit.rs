@@ -355,12 +355,6 @@ impl Command {
     pub(crate) fn index(self) -> usize {
         self as usize
     }
-
-    /// A command newer than some functions libraries (`RL.LOG`,
-    /// `RL.INSPECT`): a library without its script is not a broken build.
-    pub(crate) fn is_new(self) -> bool {
-        matches!(self, Command::Log | Command::Inspect)
-    }
 }
 
 /// The mode of a call: at most one of these (the server refuses two).

@@ -325,21 +325,6 @@ fn reply(v: &Json) -> Resp {
     }
 }
 
-/// A command whose script the functions library lacks (until the library
-/// of a new command is merged beside this client).
-fn missing_script(command: &Json) -> bool {
-    command[1]
-        .as_str()
-        .and_then(|a| a.strip_prefix("<sha:"))
-        .and_then(|r| r.strip_suffix('>'))
-        .is_some_and(|name| {
-            !scripts_from_library(library_source())
-                .unwrap()
-                .iter()
-                .any(|(n, _)| n == name)
-        })
-}
-
 const UNKNOWN_RL: &str = "ERR unknown command 'RL.GCRA', with args beginning with: ";
 
 /// What a server of `backend` answers to the search.
@@ -423,13 +408,6 @@ fn calls_on_every_backend_offline() {
     for case in cases(&doc, "cases").iter().filter(|c| for_rust(c)) {
         let spec = spec_of(&case["limiter"]).unwrap();
         for backend in BACKENDS {
-            if backend == "scripts" && missing_script(&case["scripts"]) {
-                eprintln!(
-                    "{}: skipped on scripts (the functions library has no such script yet)",
-                    name(case)
-                );
-                continue;
-            }
             for client in ["blocking", "async"] {
                 ran += 1;
                 let steps = script(case, backend);
