@@ -64,6 +64,14 @@ def exercise(limits: Any) -> None:
     with jobs.lease("{tenant}:jobs") as lease:
         assert lease.renew() is True
     assert lease.released == 1
+    # Tags, and the readings, go to the primary of their key.
+    log = limits.sliding_log(limit=10, window=60)
+    for key in KEYS:
+        log.take(f"log:{key}", 2, tag=key)
+        assert [(t.tag, t.units) for t in limits.log(f"log:{key}", 60, by_tag=True)] == [(key.encode(), 2)]
+        state = limits.inspect(f"log:{key}")
+        assert state is not None and (state["kind"], state["entries"], state["tagged"]) == ("sliding_log", 2, 2)
+    assert limits.inspect("log:missing") is None
 
 
 def test_cluster_with_the_module(cluster_of: Callable[[str], Cluster], connect: Callable[..., Any]) -> None:
