@@ -97,6 +97,19 @@ for (const setup of CLUSTERS) {
           assert.equal(holders.size, 3);
         });
 
+        it("tags, log and inspect go to each key's master", async () => {
+          const log = limits.slidingLog({ limit: 10, window: "1m" });
+          const keys = Array.from({ length: 12 }, (_, i) => `rl-cluster-log:${process.pid}:${clientName}:${i}`);
+          const moved = movedCount(cluster.nodes);
+          for (const [i, k] of keys.entries()) {
+            await log.take(k, 2, { tag: `user:${i}` });
+            assert.deepEqual(await limits.log(k, "1m", { byTag: true }), [{ tag: `user:${i}`, units: 2 }]);
+            const state = await limits.inspect(k);
+            assert.deepEqual([state?.kind, state?.entries, state?.tagged], ["sliding_log", 2, 2]);
+          }
+          assert.equal(movedCount(cluster.nodes), moved);
+        });
+
         it("allOf across slots is the server's CROSSSLOT error", async () => {
           const both = limits.allOf(limits.gcra({ rate: 1, per: "1m" }), limits.fixedWindow({ limit: 1, window: "1m" }));
           // Two keys that hash to different slots.
