@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::{cmd, Cluster, Kind};
-use redis_ratelimit_client::{aio, Backend, ConcurrencyLimit, Error, Limit, RateLimits};
+use redis_ratelimit_client::{aio, Backend, ConcurrencyLimit, Error, Limit, RateLimits, TagUnits, Take};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -61,6 +61,23 @@ fn blocking(cluster: &Cluster, expected: Backend) {
         drop(lease);
         assert!(jobs.acquire(&key).unwrap().is_granted(), "released on drop");
     }
+    // Tags and the readings go to each key's primary.
+    let log = limits.limiter(Limit::sliding_log(10, HOUR).unwrap());
+    for i in 0..30 {
+        let key = format!("log:{i}");
+        log.call(&key, Take::n(2).tag(format!("user:{i}"))).unwrap();
+        let tag = Some(format!("user:{i}").into_bytes());
+        assert_eq!(
+            limits.log_by_tag(&key, HOUR, None).unwrap(),
+            [TagUnits { tag, units: 2 }]
+        );
+        let state = limits.inspect(&key).unwrap().unwrap();
+        assert_eq!(
+            (state.kind(), state.get("tagged")),
+            (Some("sliding_log"), Some(2)),
+            "{key}"
+        );
+    }
 }
 
 async fn non_blocking(cluster: &Cluster, expected: Backend) {
@@ -90,6 +107,15 @@ async fn non_blocking(cluster: &Cluster, expected: Backend) {
         let key = format!("async-jobs:{i}");
         let lease = jobs.acquire(&key).await.unwrap().lease().expect("a lease");
         assert_eq!(lease.release().await.unwrap(), 1);
+    }
+    let log = limits.limiter(Limit::sliding_log(10, HOUR).unwrap());
+    for i in 0..30 {
+        let key = format!("async-log:{i}");
+        log.call(&key, Take::one().tag("someone")).await.unwrap();
+        let entries = limits.log(&key, HOUR, Some(5)).await.unwrap();
+        assert_eq!(entries.len(), 1, "{key}");
+        assert_eq!(entries[0].tag.as_deref(), Some(&b"someone"[..]), "{key}");
+        assert!(limits.inspect(&format!("{key}:missing")).await.unwrap().is_none());
     }
 }
 
