@@ -8,8 +8,8 @@
 const assert = require("node:assert/strict");
 const { describe, it, before, after } = require("node:test");
 const Redis = require("ioredis");
-const { RateLimits, InvalidParameter, RateLimitError, ServerError } = require("../lib");
-const { fakeConnection } = require("./fake-redis");
+const { RateLimits, InvalidParameter, RateLimitError, ServerError, Unavailable } = require("../lib");
+const { fakeConnection, NO_ANSWER } = require("./fake-redis");
 const { CURRENT } = require("./clients");
 const { startServer } = require("./servers");
 
@@ -55,6 +55,16 @@ describe("log and inspect, offline", () => {
       fake.record.map((c) => c.at(-1)),
       ["a", "b"],
     );
+  });
+
+  it("a reading is never failed open: Unavailable within the deadline", async () => {
+    fake.answer(() => NO_ANSWER);
+    const limits = new RateLimits(fake.client, { backend: "module", timeout: 50, failOpen: true });
+    for (const reading of [() => limits.log("k", "1m"), () => limits.inspect("k")]) {
+      await assert.rejects(reading(), (err) => err instanceof Unavailable && err.message === "rate limiter unavailable: no answer within 50 ms");
+    }
+    // The connection held by the unanswered calls: a new one for the next test.
+    for (const socket of fake.sockets) socket.destroy();
   });
 
   for (const [name, reply, call] of /** @type {[string, any, string][]} */ ([

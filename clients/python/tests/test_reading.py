@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from redis_ratelimit_client import InvalidParameter, LogEntry, RateLimitError, ServerError, TagUnits
+from redis_ratelimit_client import InvalidParameter, LogEntry, RateLimitError, ServerError, TagUnits, Unavailable
 
-from .fake import FakeRedis
+from .fake import BlackHole, FakeRedis
 
 # -- offline -------------------------------------------------------------------
 
@@ -81,6 +81,17 @@ def test_inspect_reply_of_another_shape(connect: Callable[..., Any]) -> None:
     with FakeRedis(lambda args: ["kind", "gcra", "tat_us"]) as fake:
         limits = connect(fake.port, backend="module")
         with pytest.raises(RateLimitError, match="inspect: unexpected reply"):
+            limits.inspect("k")
+
+
+def test_a_reading_is_never_failed_open(connect: Callable[..., Any]) -> None:
+    """No answer within the deadline: Unavailable, whatever the policy (a
+    reading answers no decision to fail open with)."""
+    with BlackHole() as hole:
+        limits = connect(hole.port, backend="module", timeout=0.05, fail_open=True)
+        with pytest.raises(Unavailable, match="no answer within 50 ms"):
+            limits.log("k", 60)
+        with pytest.raises(Unavailable, match="no answer within 50 ms"):
             limits.inspect("k")
 
 

@@ -207,3 +207,21 @@ async fn who_caused_it_through_the_layer() {
         );
     }
 }
+
+/// No answer within the deadline: `Unavailable`, whatever the policy (a
+/// reading answers no decision to fail open with).
+#[test]
+fn a_reading_is_never_failed_open() {
+    use common::fake::{Answer, Fake, Step};
+    let fake = Fake::start(vec![Step::any(Answer::Silent)]);
+    let limits = RateLimits::new(fake.client())
+        .timeout(Duration::from_millis(50))
+        .unwrap()
+        .fail_open(true);
+    match limits.log("k", MINUTE, None) {
+        Err(e @ Error::Unavailable { .. }) => {
+            assert_eq!(e.to_string(), "rate limiter unavailable: no answer within 50 ms")
+        }
+        other => panic!("{other:?}"),
+    }
+}
