@@ -184,7 +184,7 @@ def test_decisions_on_the_module_then_the_functions(
     both = limits.all_of(limits.gcra(rate=1, per=60, name="burst"), limits.fixed_window(limit=5, window=60, name="day"))
     assert both.take(["{carol}:burst", "{carol}:day"]).allowed is True
     assert both.take(["{carol}:burst", "{carol}:day"]).allowed is False
-    jobs = limits.concurrency(limit=1, timeout=10)
+    jobs = limits.concurrency(limit=1, timeout=10, name="jobs")
     assert jobs.acquire("jobs:1", 1).allowed is True
     assert jobs.acquire("jobs:1", 1).allowed is False
     limits.close()
@@ -205,7 +205,7 @@ def test_decisions_on_the_module_then_the_functions(
         "units refused": 1,
         "calls": 2,
     }
-    assert counts(samples, "concurrency") == {
+    assert counts(samples, "jobs") == {
         "allowed": 1,
         "refused": 1,
         "units allowed": 1,
@@ -214,8 +214,8 @@ def test_decisions_on_the_module_then_the_functions(
     }
     # Four refusals of four pairs, k = 2: (burst+day, the binding limit's
     # key) replaced (api, alice), the least recently counted of count 1,
-    # then (concurrency, jobs:1) replaced (api, bob); each got 1 + 1.
-    assert top_refused(samples) == {("burst+day", "{carol}:burst"): 2, ("concurrency", "jobs:1"): 2}
+    # then (jobs, jobs:1) replaced (api, bob); each got 1 + 1.
+    assert top_refused(samples) == {("burst+day", "{carol}:burst"): 2, ("jobs", "jobs:1"): 2}
     assert backends(samples) == {"module": 1}
     buckets = sorted(
         float(dict(key[1:])["le"])

@@ -104,10 +104,11 @@ class AsyncRateLimits:
         ``{user:42}:hourly``)."""
         return AsyncAllOf(self, limiters)
 
-    def concurrency(self, limit: int, timeout: Duration) -> AsyncConcurrency:
+    def concurrency(self, limit: int, timeout: Duration, *, name: str | None = None) -> AsyncConcurrency:
         """At most ``limit`` units of work in flight per key; a lease ends
-        when released or ``timeout`` after it was taken or renewed."""
-        return AsyncConcurrency(self, ConcurrencySpec(limit, timeout))
+        when released or ``timeout`` after it was taken or renewed. ``name``
+        labels its decisions in the metrics (default ``"concurrency"``)."""
+        return AsyncConcurrency(self, ConcurrencySpec(limit, timeout, name))
 
     # -- reading a key ------------------------------------------------------
 

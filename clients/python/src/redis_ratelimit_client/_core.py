@@ -286,7 +286,7 @@ class ConcurrencyBase:
         )
         if self._calls.metrics is None:
             return decided
-        return self._calls.metrics.measure(decided, self._calls, "concurrency", (key,), n, None)
+        return self._calls.metrics.measure(decided, self._calls, self.spec.name, (key,), n, None)
 
     def _release(self, key: Key, lease: Any) -> Generator[Any, Any, int]:
         check_key(key)

@@ -104,10 +104,11 @@ class RateLimits:
         ``{user:42}:hourly``)."""
         return AllOf(self, limiters)
 
-    def concurrency(self, limit: int, timeout: Duration) -> Concurrency:
+    def concurrency(self, limit: int, timeout: Duration, *, name: str | None = None) -> Concurrency:
         """At most ``limit`` units of work in flight per key; a lease ends
-        when released or ``timeout`` after it was taken or renewed."""
-        return Concurrency(self, ConcurrencySpec(limit, timeout))
+        when released or ``timeout`` after it was taken or renewed. ``name``
+        labels its decisions in the metrics (default ``"concurrency"``)."""
+        return Concurrency(self, ConcurrencySpec(limit, timeout, name))
 
     # -- reading a key ------------------------------------------------------
 
