@@ -123,6 +123,15 @@ function assertContract(families) {
   assert.deepEqual(families, want);
 }
 
+describe("metrics: the help", () => {
+  it("is the contract's", async () => {
+    const register = new Registry();
+    new PrometheusMetrics({ register }).record("api", "refused", 1, 0.001, "alice");
+    const helps = Object.fromEntries([...(await register.metrics()).matchAll(/^# HELP (\S+) (.*)$/gm)].map((m) => [m[1], m[2]]));
+    assert.deepEqual(helps, Object.fromEntries(CONTRACT.metrics.map((/** @type {any} */ m) => [m.name, m.help])));
+  });
+});
+
 /** The decisions, units and calls of `limit`, by outcome. @param {Map<string, number>} samples @param {string} limit */
 function counts(samples, limit) {
   /** @type {Record<string, number>} */

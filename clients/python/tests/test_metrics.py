@@ -124,6 +124,17 @@ def assert_contract(families: dict[str, tuple[str, list[str]]]) -> None:
     print("\nexported:", ", ".join(f"{name} ({kind})" for name, (kind, _) in sorted(families.items())))
 
 
+def test_help_is_the_contracts() -> None:
+    registry = CollectorRegistry()
+    PrometheusMetrics(registry).record("api", "refused", 1, 0.001, "alice")
+    helps = {
+        family.name + ("_total" if family.type == "counter" else ""): family.documentation
+        for family in text_string_to_metric_families(generate_latest(registry).decode())
+        if not family.name.endswith("_created")
+    }
+    assert helps == {m["name"]: m["help"] for m in CONTRACT["metrics"]}
+
+
 def counts(samples: dict[tuple[Any, ...], float], limit: str) -> dict[str, float]:
     """The decisions, units and calls of ``limit``, by outcome."""
     found: dict[str, float] = {}
