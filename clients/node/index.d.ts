@@ -219,6 +219,50 @@ export interface RateLimitsOptions {
   failOpen?: boolean;
   /** How many refused keys are remembered in-process (0, the default, is off; at most 1,000,000). */
   localRefusals?: number;
+  /** Records every decision in Prometheus metrics (default: none recorded). */
+  metrics?: PrometheusMetrics;
+}
+
+/** The outcome label of a decision in the metrics. */
+export type Outcome = "allowed" | "refused" | "failed_open" | "failed_closed";
+
+export interface PrometheusMetricsOptions {
+  /** The prom-client Registry to register in (default: prom-client's global `register`). */
+  register?: { registerMetric(metric: any): void };
+  /** How many refused (limit, identity) pairs `ratelimit_client_top_refused` exports (0 to 10,000, default 10; 0 keeps none). */
+  topK?: number;
+}
+
+/**
+ * Space-saving over (limit, identity) pairs, `k` entries at most: a kept
+ * pair's refusal adds 1; a new pair takes a free entry (count 1), else
+ * replaces the least counted (ties: the least recently counted) and gets
+ * its count plus 1.
+ */
+export declare class TopRefused {
+  constructor(k: number);
+  readonly k: number;
+  /** Counts one refusal of `identity` by `limit`. */
+  refused(limit: string, identity: string): void;
+  /** The kept pairs and their counts, by limit and identity. */
+  top(): Array<[limit: string, identity: string, count: number]>;
+}
+
+/**
+ * Prometheus metrics (prom-client, an optional peer dependency: `npm
+ * install prom-client`) of the decisions of the clients given it:
+ * `ratelimit_client_decisions_total{limit,outcome}`,
+ * `ratelimit_client_units_total{limit,outcome}`,
+ * `ratelimit_client_call_duration_seconds{limit}`,
+ * `ratelimit_client_backend{backend}`,
+ * `ratelimit_client_top_refused{limit,identity}`. Make one per registry.
+ */
+export declare class PrometheusMetrics {
+  constructor(options?: PrometheusMetricsOptions);
+  readonly register: { registerMetric(metric: any): void };
+  readonly topRefused: TopRefused;
+  /** Records one decision of `limit` (what the client does for each call). */
+  record(limit: string, outcome: Outcome, units: number, seconds: number, identity?: string): void;
 }
 
 /**
@@ -237,6 +281,8 @@ export declare class RateLimits {
   readonly timeout: number;
   readonly failOpen: boolean;
   readonly localRefusals: number;
+  /** The metrics every decision is recorded in, or null. */
+  readonly metrics: PrometheusMetrics | null;
   /** The backend in use (found now if not yet). */
   backend(): Promise<Backend>;
   /** Sends library function `fn` (gcra, all, concurrency, ...) with its keys and arguments; the raw reply. */

@@ -28,9 +28,11 @@ const VERSION = require("../package.json").version;
  *   `failedOpen`
  * @property {number} [localRefusals] how many refused keys are remembered
  *   in-process (0, the default, is off)
+ * @property {import("./metrics").PrometheusMetrics} [metrics] records every
+ *   decision in Prometheus metrics (default: none recorded)
  */
 
-const OPTIONS = ["backend", "timeout", "failOpen", "localRefusals"];
+const OPTIONS = ["backend", "timeout", "failOpen", "localRefusals", "metrics"];
 
 // The module's command for each function of the library.
 /** @type {Record<string, string>} */
@@ -117,6 +119,12 @@ class RateLimits {
     this._deadlines = new Deadlines(this.timeout);
     /** @type {RefusalMemory | null} the local memory of refusals, when on */
     this.refusals = this.localRefusals > 0 ? new RefusalMemory(this.localRefusals) : null;
+    const metrics = options.metrics ?? null;
+    if (metrics !== null && typeof (/** @type {any} */ (metrics).measure) !== "function") {
+      throw new InvalidParameter("metrics must be a PrometheusMetrics (require(\"redis-ratelimit\").PrometheusMetrics)");
+    }
+    /** @readonly @type {import("./metrics").PrometheusMetrics | null} records every decision, when given */
+    this.metrics = metrics;
   }
 
   /**

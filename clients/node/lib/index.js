@@ -5,6 +5,7 @@ const { Result, Limiter, AllOf, Concurrency, Lease } = require("./limiters");
 const { RateLimitError, InvalidParameter, ServerError, Unavailable, LeaseRefusedError } = require("./errors");
 const { rateLimit, rateLimitHeaders, policyHeader } = require("./middleware");
 const { toMs } = require("./duration");
+const { PrometheusMetrics, TopRefused } = require("./metrics");
 
 module.exports = {
   RateLimits,
@@ -23,4 +24,6 @@ module.exports = {
   rateLimitHeaders,
   policyHeader,
   toMs,
+  PrometheusMetrics,
+  TopRefused,
 };

@@ -184,17 +184,36 @@ class Decider {
     this._grantedAt = fn === "all" ? 6 : 5;
     /** @private */
     this._checkKeys = Array.from({ length: keyCount }, (_, i) => `ratelimit:{check}:${i + 1}`);
+    /** @readonly @type {string} the `limit` label of its decisions in the metrics */
+    this.metricName = fn;
   }
 
   /**
-   * One decision on `keys` (checked), with the given failure policy.
+   * One decision on `keys` (checked), with the given failure policy,
+   * recorded when the client has metrics: under `identity` when refused
+   * (default: the binding limit's key), and an Unavailable rejection as
+   * failed open when `failsOpen` (the middleware's policy).
    * @param {string[]} keys
    * @param {number} n
    * @param {TakeOptions | undefined} options
    * @param {boolean} failOpen
+   * @param {string} [identity]
+   * @param {boolean} [failsOpen]
    * @returns {Promise<Result>}
    */
-  _take(keys, n, options, failOpen) {
+  _take(keys, n, options, failOpen, identity, failsOpen = failOpen) {
+    const decided = this._decide(keys, n, options, failOpen);
+    const metrics = this._limits.metrics;
+    if (metrics === null) return decided;
+    return metrics.measure(decided, this._limits, this.metricName, keys, n, identity, failsOpen);
+  }
+
+  /**
+   * @private
+   * @param {string[]} keys @param {number} n @param {TakeOptions | undefined} options @param {boolean} failOpen
+   * @returns {Promise<Result>}
+   */
+  _decide(keys, n, options, failOpen) {
     const args = n === 1 && options === undefined ? this._one : [...this._spec, ...optionArgs(n, options)];
     const grantedAt = options !== undefined && options !== null && options.atMost ? this._grantedAt : -1;
     const bindingAt = this._bindingAt;
@@ -235,7 +254,7 @@ class Decider {
    * @returns {Promise<void>}
    */
   _check(keys) {
-    return this._take(keys ?? this._checkKeys, 1, { peek: true }, false).then(() => undefined);
+    return this._decide(keys ?? this._checkKeys, 1, { peek: true }, false).then(() => undefined);
   }
 }
 
@@ -257,6 +276,7 @@ class Limiter extends Decider {
     this.params = params.map(String);
     /** @readonly */
     this.name = name;
+    this.metricName = name;
     /** @readonly */
     this.quota = quota;
     /** @readonly */
@@ -378,6 +398,8 @@ class AllOf extends Decider {
     super(limits, "all", parts.flatMap((p) => [p.algorithm, ...p.params]), parts[0].quota, parts.length);
     /** @readonly */
     this.limiters = parts;
+    // Its limiters' names joined by "+".
+    this.metricName = parts.map((p) => p.name).join("+");
   }
 
   /** @private @param {unknown} keys @returns {string[]} */
@@ -515,7 +537,10 @@ class Concurrency {
    * @returns {Promise<Lease>}
    */
   acquire(key, n = 1, options) {
-    return this._acquire(checkKey(key), n, options, this._limits.failOpen);
+    const leased = this._acquire(checkKey(key), n, options, this._limits.failOpen);
+    const metrics = this._limits.metrics;
+    if (metrics === null) return leased;
+    return metrics.measure(leased, this._limits, this.name, [key], n, undefined, this._limits.failOpen);
   }
 
   /**

@@ -144,7 +144,7 @@ function rateLimit(options) {
     const open = failOpen ?? limits.failOpen;
     let decided;
     try {
-      decided = limiter._take(keys, n, who === undefined || who === null ? undefined : { tag: who }, false);
+      decided = limiter._take(keys, n, who === undefined || who === null ? undefined : { tag: who }, false, String(id), open);
     } catch (err) {
       next(err);
       return;

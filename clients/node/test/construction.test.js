@@ -117,7 +117,7 @@ describe("bad parameters fail at construction, before any call", () => {
     [() => limits.allOf(/** @type {any} */ ("gcra")), "all_of: argument 1 is not a limiter"],
     [() => new RateLimits({}), "RateLimits: unknown Redis client (expected ioredis, node-redis 4/5/6, or an object with send() and masters())"],
     [() => new RateLimits(recording().limits.client, { backend: /** @type {any} */ ("lua") }), 'backend must be "auto", "module", "functions" or "scripts", got "lua"'],
-    [() => new RateLimits(recording().limits.client, /** @type {any} */ ({ timeOut: 100 })), "RateLimits: unknown option 'timeOut' (expected backend, timeout, failOpen, localRefusals)"],
+    [() => new RateLimits(recording().limits.client, /** @type {any} */ ({ timeOut: 100 })), "RateLimits: unknown option 'timeOut' (expected backend, timeout, failOpen, localRefusals, metrics)"],
     [() => new RateLimits(recording().limits.client, /** @type {any} */ ({ failOpen: "yes" })), 'failOpen must be true or false, got "yes"'],
   ];
   for (const [make, message] of cases) {

@@ -12,6 +12,7 @@ import {
   ServerError,
   Unavailable,
   InvalidParameter,
+  PrometheusMetrics,
   type Result,
   type Lease,
   type Backend,
@@ -23,6 +24,8 @@ import {
 async function usage(): Promise<void> {
   const limits = new RateLimits(new Redis(), { timeout: "100ms", failOpen: true, localRefusals: 10_000 });
   const other = new RateLimits(createClient({ socket: { reconnectStrategy: () => 50 } }), { backend: "scripts" });
+  const measured = new RateLimits(new Redis(), { metrics: new PrometheusMetrics({ topK: 20 }) });
+  const kept: Array<[string, string, number]> = measured.metrics === null ? [] : measured.metrics.topRefused.top();
   const deadline: number = limits.timeout;
   const backend: Backend = await other.backend();
   const perUser = limits.gcra({ rate: 10, per: "1s", burst: 20 });

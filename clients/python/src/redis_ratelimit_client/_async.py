@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 import redis.asyncio
 import redis.asyncio.cluster
@@ -19,6 +19,9 @@ from ._io_async import AsyncDriver
 from ._params import Duration
 from ._reading import Inspection, LogEntry, TagUnits, inspect_call, log_call
 from ._specs import ConcurrencySpec, fixed_window, gcra, sliding_counter, sliding_log, token_bucket
+
+if TYPE_CHECKING:
+    from .metrics import PrometheusMetrics
 
 AsyncRedis = Union["redis.asyncio.Redis", "redis.asyncio.cluster.RedisCluster"]
 
@@ -42,6 +45,8 @@ class AsyncRateLimits:
       until then, without a round trip.
     - ``backend``: ``"module"``, ``"functions"`` or ``"scripts"`` instead of
       the search on first use.
+    - ``metrics``: a ``redis_ratelimit_client.metrics.PrometheusMetrics``
+      that records every decision (default None: none recorded).
     """
 
     def __init__(
@@ -52,9 +57,10 @@ class AsyncRateLimits:
         timeout: Duration = DEFAULT_TIMEOUT,
         fail_open: bool = False,
         local_refusals: int = 0,
+        metrics: PrometheusMetrics | None = None,
     ) -> None:
         self.redis = client
-        self._calls = make_calls(client, backend, timeout, fail_open, local_refusals)
+        self._calls = make_calls(client, backend, timeout, fail_open, local_refusals, metrics)
         self._driver = AsyncDriver(self._calls, client)
         self._run = self._driver.run
 
@@ -98,10 +104,11 @@ class AsyncRateLimits:
         ``{user:42}:hourly``)."""
         return AsyncAllOf(self, limiters)
 
-    def concurrency(self, limit: int, timeout: Duration) -> AsyncConcurrency:
+    def concurrency(self, limit: int, timeout: Duration, *, name: str | None = None) -> AsyncConcurrency:
         """At most ``limit`` units of work in flight per key; a lease ends
-        when released or ``timeout`` after it was taken or renewed."""
-        return AsyncConcurrency(self, ConcurrencySpec(limit, timeout))
+        when released or ``timeout`` after it was taken or renewed. ``name``
+        labels its decisions in the metrics (default ``"concurrency"``)."""
+        return AsyncConcurrency(self, ConcurrencySpec(limit, timeout, name))
 
     # -- reading a key ------------------------------------------------------
 

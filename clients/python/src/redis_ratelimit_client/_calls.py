@@ -7,7 +7,7 @@ the steps, within each call's deadline."""
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _backend
 from ._backend import FUNCTIONS, SCRIPTS, Backend, is_function_not_found, load_library
@@ -16,6 +16,9 @@ from ._decision import Decision, failed_open
 from ._errors import ServerError, Unavailable, reply_error
 from ._refusals import Refusals
 from ._steps import FIND, Address, Fault, ReplyError, Send, Step
+
+if TYPE_CHECKING:
+    from .metrics import PrometheusMetrics
 
 Key = str | bytes
 Call = Generator[Step, Any, Any]
@@ -29,7 +32,7 @@ class Calls:
     """What one client object keeps (its backend, its Cluster map, its
     remembered refusals, its options), and its calls."""
 
-    __slots__ = ("backend", "fail_open", "refusals", "timeout_ms", "topology")
+    __slots__ = ("backend", "fail_open", "metrics", "refusals", "timeout_ms", "topology")
 
     def __init__(
         self,
@@ -39,12 +42,14 @@ class Calls:
         timeout_ms: int,
         fail_open: bool,
         local_refusals: int,
+        metrics: PrometheusMetrics | None = None,
     ) -> None:
         self.backend = backend
         self.topology = None if seeds is None else Topology(seeds)
         self.timeout_ms = timeout_ms
         self.fail_open = fail_open
         self.refusals = Refusals(local_refusals) if local_refusals else None
+        self.metrics = metrics
 
     # -- sending ------------------------------------------------------------
 

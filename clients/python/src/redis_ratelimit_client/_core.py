@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _params
 from ._backend import Backend
@@ -17,6 +17,9 @@ from ._decision import Decision, all_decision, lease_decision, rate_decision
 from ._errors import InvalidParameter
 from ._params import Duration, ceil_div, check_key, options, to_count, to_ms
 from ._specs import ConcurrencySpec, RateSpec, all_of_specs
+
+if TYPE_CHECKING:
+    from .metrics import PrometheusMetrics
 
 Key = str | bytes
 """A Redis key."""
@@ -41,16 +44,28 @@ def rate_limit_headers(specs: Sequence[RateSpec], policy: str, decision: Decisio
     return headers
 
 
-def make_calls(client: Any, backend: str | None, timeout: Duration, fail_open: bool, local_refusals: int) -> Calls:
+def make_calls(
+    client: Any,
+    backend: str | None,
+    timeout: Duration,
+    fail_open: bool,
+    local_refusals: int,
+    metrics: PrometheusMetrics | None = None,
+) -> Calls:
     """A client's options, checked, and the state its calls keep."""
     if not isinstance(fail_open, bool):
         raise InvalidParameter(f"fail_open must be True or False, got {type(fail_open).__name__}")
+    if metrics is not None and not callable(getattr(metrics, "measure", None)):
+        raise InvalidParameter(
+            f"metrics must be a redis_ratelimit_client.metrics.PrometheusMetrics, got {type(metrics).__name__}"
+        )
     return Calls(
         backend=None if backend is None else Backend(backend),
         seeds=seeds_of(client),
         timeout_ms=to_ms("timeout", timeout, maximum=_params.MAX_TIMEOUT_MS),
         fail_open=fail_open,
         local_refusals=to_count("local_refusals", local_refusals, 0, _params.MAX_LOCAL_REFUSALS),
+        metrics=metrics,
     )
 
 
@@ -77,10 +92,14 @@ def rate_call(
     decision: Callable[[Any, int, bool], Decision],
     limit: int,
     fail_open: bool | None,
+    name: str,
+    identity: Key | None,
 ) -> Decided:
     """A rate command's steps: its options (``peek``, ``force``, ``wait``,
     ``at_most``, ``block``, ``refund``) after the limits' parameters; a
-    plain take is remembered when refused (local refusals)."""
+    plain take is remembered when refused (local refusals); with metrics,
+    the decision is recorded under ``name`` (a refusal under ``identity``,
+    default the binding limit's key)."""
     args = options(n, **opts)
     at_most = bool(opts.get("at_most"))
     # Plain: n units, with or without BLOCK (a block's refusal lasts until
@@ -89,7 +108,7 @@ def rate_call(
     # it is remembered with the tag, in the take's arguments.
     bare = args[:-2] if len(args) > 2 and args[-2] == "TAG" else args
     plain = n > 0 and calls.refusals is not None and (len(bare) == 2 or (len(bare) == 4 and bare[2] == "BLOCK"))
-    return calls.decide(
+    decided = calls.decide(
         command,
         function,
         keys,
@@ -100,6 +119,9 @@ def rate_call(
         fail_open,
         (command, *params, *keys, *args) if plain else None,
     )
+    if calls.metrics is None:
+        return decided
+    return calls.metrics.measure(decided, calls, name, keys, n, identity)
 
 
 def _result(call: Call, result: Any) -> Generator[Any, Any, Any]:
@@ -138,7 +160,9 @@ class LimiterBase:
         ``Retry-After`` headers of a decision of this limiter."""
         return rate_limit_headers((self.spec,), self.policy, decision)
 
-    def _take(self, key: Key, n: int, fail_open: bool | None = None, **opts: Any) -> Decided:
+    def _take(
+        self, key: Key, n: int, fail_open: bool | None = None, identity: Key | None = None, **opts: Any
+    ) -> Decided:
         check_key(key)
         spec = self.spec
         return rate_call(
@@ -152,6 +176,8 @@ class LimiterBase:
             rate_decision,
             spec.quota,
             fail_open,
+            spec.name,
+            identity,
         )
 
     def _check(self, key: Key | None) -> Call:
@@ -167,7 +193,7 @@ class AllOfBase:
     """Several rate limits decided at once (``RL.ALL``): allowed only if
     every limit allows, and only then counted by each."""
 
-    __slots__ = ("_calls", "_client", "_specs_args", "limiters", "policy", "specs")
+    __slots__ = ("_calls", "_client", "_specs_args", "limiters", "metric_name", "policy", "specs")
 
     def __init__(self, client: Any, limiters: Sequence[Any]) -> None:
         for limiter in limiters:
@@ -182,6 +208,9 @@ class AllOfBase:
         self._specs_args = all_of_specs(self.specs)
         self.policy = ", ".join(spec.policy() for spec in self.specs)
         """The value of the ``RateLimit-Policy`` header: every limit."""
+        self.metric_name = "+".join(spec.name for spec in self.specs)
+        """The ``limit`` label of its decisions in the metrics: the names of
+        its limiters joined by ``+``."""
 
     def _keys(self, keys: Sequence[Key]) -> tuple[Key, ...]:
         if isinstance(keys, (str, bytes)):
@@ -198,7 +227,9 @@ class AllOfBase:
         limit's state, and ``Retry-After`` when refused."""
         return rate_limit_headers(self.specs, self.policy, decision)
 
-    def _take(self, keys: Sequence[Key], n: int, fail_open: bool | None = None, **opts: Any) -> Decided:
+    def _take(
+        self, keys: Sequence[Key], n: int, fail_open: bool | None = None, identity: Key | None = None, **opts: Any
+    ) -> Decided:
         return rate_call(
             self._calls,
             "RL.ALL",
@@ -210,6 +241,8 @@ class AllOfBase:
             all_decision,
             self.specs[0].quota,
             fail_open,
+            self.metric_name,
+            identity,
         )
 
     def _check(self, keys: Sequence[Key] | None) -> Call:
@@ -242,7 +275,7 @@ class ConcurrencyBase:
         if timeout is not None:
             head = (self.spec.limit, to_ms("timeout", timeout))
         args = (*head, n, "MS", "PEEK") if peek else (*head, n, "MS")
-        return self._calls.decide(
+        decided = self._calls.decide(
             "RL.CONCURRENCY",
             "rl_concurrency",
             (key,),
@@ -251,6 +284,9 @@ class ConcurrencyBase:
             self.spec.limit,
             n,
         )
+        if self._calls.metrics is None:
+            return decided
+        return self._calls.metrics.measure(decided, self._calls, self.spec.name, (key,), n, None)
 
     def _release(self, key: Key, lease: Any) -> Generator[Any, Any, int]:
         check_key(key)

@@ -123,13 +123,15 @@ def sliding_counter(limit: int, window: Duration, name: str | None = None) -> Ra
 
 class ConcurrencySpec:
     """At most ``limit`` units in flight, each lease ending at the latest
-    ``timeout`` after it was taken or renewed: ``RL.CONCURRENCY``."""
+    ``timeout`` after it was taken or renewed: ``RL.CONCURRENCY``. ``name``
+    labels its decisions in the metrics (default ``concurrency``)."""
 
-    __slots__ = ("limit", "timeout_ms")
+    __slots__ = ("limit", "name", "timeout_ms")
 
-    def __init__(self, limit: int, timeout: Duration) -> None:
+    def __init__(self, limit: int, timeout: Duration, name: str | None = None) -> None:
         self.limit = to_count("limit", limit, 1, MAX_SETTING_LIMIT)
         self.timeout_ms = to_ms("timeout", timeout)
+        self.name = _name(name, "concurrency")
 
     def __repr__(self) -> str:
         return f"concurrency(limit={self.limit}, timeout={self.timeout_ms} ms)"

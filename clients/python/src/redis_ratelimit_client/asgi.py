@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
@@ -165,11 +166,17 @@ class Guard:
         if tag is not None:
             check_tag(tag)
         if not self.checked:
+            start = time.perf_counter()
             try:
                 await self.check()
             except Unavailable:
                 # The check found the outage: this request gets the policy
                 # now, within one deadline, not two.
+                metrics = limiter._calls.metrics
+                if metrics is not None:
+                    name = limiter.metric_name if isinstance(limiter, AsyncAllOf) else limiter.name
+                    outcome = "failed_open" if self.policy_open() else "failed_closed"
+                    metrics.record(name, outcome, self.cost, time.perf_counter() - start)
                 if not self.policy_open():
                     raise
                 return failed_open(
@@ -177,9 +184,9 @@ class Guard:
                 )
         tagged = {"tag": tag} if tag is not None and self.tags else {}
         if isinstance(limiter, AsyncAllOf):
-            call = limiter._take(keys, self.cost, fail_open=self.fail_open, **tagged)
+            call = limiter._take(keys, self.cost, fail_open=self.fail_open, identity=identity, **tagged)
         else:
-            call = limiter._take(keys[0], self.cost, fail_open=self.fail_open, **tagged)
+            call = limiter._take(keys[0], self.cost, fail_open=self.fail_open, identity=identity, **tagged)
         decision: Decision = await limiter._client._run(call)
         if decision.failed_open:
             log.warning("rate limiter unavailable: failing open")
