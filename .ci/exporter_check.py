@@ -15,6 +15,10 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 WAIT_SECONDS = 20.0
 
@@ -64,10 +68,11 @@ def parse_exposition(text: str) -> list[tuple[str, dict[str, str], float]]:
 
 def get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=5) as reply:
-        return reply.read().decode()
+        body: bytes = reply.read()
+        return body.decode()
 
 
-def get_when(url: str, ready, what: str):
+def get_when(url: str, ready: Callable[[str], T | None], what: str) -> T:
     """GET url until ready(body) returns something true; return that."""
     deadline = time.monotonic() + WAIT_SECONDS
     last = "no answer"
@@ -106,12 +111,13 @@ def number(value: str) -> float:
     return {"yes": 1.0, "no": 0.0}[value] if value in ("yes", "no") else float(value)
 
 
-def query(prometheus: str, promql: str) -> list[dict]:
+def query(prometheus: str, promql: str) -> list[dict[str, Any]]:
     url = f"{prometheus}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
     answer = json.loads(get(url))
     if answer.get("status") != "success":
         raise AssertionError(f"query {promql!r}: {answer}")
-    return answer["data"]["result"]
+    result: list[dict[str, Any]] = answer["data"]["result"]
+    return result
 
 
 def main() -> int:
@@ -141,20 +147,18 @@ def main() -> int:
     leaked = [s for s in plain if s[0] == "redis_script_values" or s[0].startswith("ratelimit_")]
     if leaked:
         failures.append(f"exporter without the module: unexpected series {leaked}")
-    for name, expect in (("redis_up", 1.0), ("redis_exporter_last_scrape_error", 0.0)):
+    for name, wanted in (("redis_up", 1.0), ("redis_exporter_last_scrape_error", 0.0)):
         seen = [s[2] for s in plain if s[0] == name]
-        if seen != [expect]:
-            failures.append(f"exporter without the module: {name} is {seen}, not [{expect}]")
+        if seen != [wanted]:
+            failures.append(f"exporter without the module: {name} is {seen}, not [{wanted}]")
 
     # Prometheus after the shipped relabeling: wait for the first scrape
     # holding the ratelimit series (bounded), then read them all.
-    def renamed(body: str):
-        result = json.loads(body)["data"]["result"]
+    def renamed(body: str) -> list[dict[str, Any]] | None:
+        result: list[dict[str, Any]] = json.loads(body)["data"]["result"]
         return result if len(result) >= len(fields) else None
 
-    url = f"{args.prometheus}/api/v1/query?" + urllib.parse.urlencode(
-        {"query": '{__name__=~"ratelimit_.+"}'}
-    )
+    url = f"{args.prometheus}/api/v1/query?" + urllib.parse.urlencode({"query": '{__name__=~"ratelimit_.+"}'})
     get_when(f"{args.prometheus}/-/ready", lambda body: "Ready" in body, "Prometheus")
     series = get_when(url, renamed, "Prometheus holding the ratelimit series")
     waited = time.monotonic() - started
@@ -198,14 +202,10 @@ def main() -> int:
         failures.append(f"series {key} stands for no INFO field")
 
     # The exact values of the calls made, and the settings.
-    for key, value in kept.items():
-        name, command = key
-        if command is None:
-            expect = SETTINGS.get(name)
-        else:
-            expect = TOUCHED.get(key, 0)
-        if expect is not None and value[0] != expect:
-            failures.append(f"{name}{{command={command!r}}} is {value[0]}, expected {expect}")
+    for (name, command), (got, _) in kept.items():
+        expect: float | None = SETTINGS.get(name) if command is None else TOUCHED.get((name, command), 0)
+        if expect is not None and got != expect:
+            failures.append(f"{name}{{command={command!r}}} is {got}, expected {expect}")
     for key in TOUCHED:
         if key not in kept:
             failures.append(f"missing series {key}")

@@ -24,6 +24,7 @@ import re
 import subprocess
 import tempfile
 import unittest
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "contrib", "redis_exporter", "ratelimit.lua")
@@ -78,7 +79,7 @@ def metric_names(expr: str) -> set[str]:
     return names
 
 
-def queries(dashboard: dict) -> list[str]:
+def queries(dashboard: dict[str, Any]) -> list[str]:
     """Every query of a dashboard: the panels' targets' expr (rows and
     nested panels included) and the query variables'."""
     found = []
@@ -102,7 +103,7 @@ def queries(dashboard: dict) -> list[str]:
     return found
 
 
-def known_names(contract: dict, seen: list[str]) -> set[str]:
+def known_names(contract: dict[str, Any], seen: list[str]) -> set[str]:
     names = set(seen)
     for metric in contract["metrics"]:
         names.add(metric["name"])
@@ -161,7 +162,9 @@ class MetricNamesTest(unittest.TestCase):
         contract = {"metrics": [{"name": "h_seconds", "type": "histogram"}, {"name": "c_total", "type": "counter"}]}
         known = known_names(contract, ["s"])
         self.assertEqual(known, {"s", "c_total", "h_seconds", "h_seconds_bucket", "h_seconds_sum", "h_seconds_count"})
-        self.assertEqual(unknown_names(["rate(c_total_bucket[1m])"], known), {"rate(c_total_bucket[1m])": {"c_total_bucket"}})
+        self.assertEqual(
+            unknown_names(["rate(c_total_bucket[1m])"], known), {"rate(c_total_bucket[1m])": {"c_total_bucket"}}
+        )
 
     def test_queries_are_found_in_rows_and_variables(self) -> None:
         dashboard = {
@@ -169,7 +172,12 @@ class MetricNamesTest(unittest.TestCase):
                 {"type": "row", "panels": [{"targets": [{"expr": "a"}]}]},
                 {"targets": [{"expr": "b"}, {"expr": "c"}]},
             ],
-            "templating": {"list": [{"type": "query", "query": {"query": "label_values(d, x)"}}, {"type": "custom", "query": "1,2"}]},
+            "templating": {
+                "list": [
+                    {"type": "query", "query": {"query": "label_values(d, x)"}},
+                    {"type": "custom", "query": "1,2"},
+                ]
+            },
         }
         self.assertEqual(queries(dashboard), ["a", "b", "c", "label_values(d, x)"])
 
@@ -267,7 +275,7 @@ class ScriptTest(unittest.TestCase):
         self.assertGreater(len(fields), 80)
         reply = run_script(info)
         self.assertEqual(len(reply), len(fields))
-        for (field, value), (key, got) in zip(fields, reply):
+        for (field, value), (key, got) in zip(fields, reply, strict=True):
             self.assertNotIn("ratelimit_info_field", key, f"{field} is not known to the script")
             self.assertEqual(got, {"yes": "1", "no": "0"}.get(value, value), field)
             match = re.fullmatch(r'ratelimit_(\w+)_total\{command="(\w+)"\}', key)
@@ -303,13 +311,13 @@ class ScriptTest(unittest.TestCase):
 # --- The relabeling of prometheus.yml ----------------------------------------
 
 
-def relabel_rules() -> list[dict[str, object]]:
+def relabel_rules() -> list[dict[str, Any]]:
     """The metric_relabel_configs of prometheus.yml (the subset of YAML it
     is written in: one `key: value` per line, source_labels a flow list)."""
     with open(RULES) as f:
         text = f.read()
     section = text.split("metric_relabel_configs:", 1)[1]
-    rules: list[dict[str, object]] = []
+    rules: list[dict[str, Any]] = []
     for line in section.splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
@@ -331,11 +339,16 @@ def relabel_rules() -> list[dict[str, object]]:
 def relabel(labels: dict[str, str]) -> dict[str, str]:
     labels = dict(labels)
     for rule in relabel_rules():
-        joined = ";".join(labels.get(name, "") for name in rule["source_labels"])  # type: ignore[union-attr]
+        joined = ";".join(labels.get(name, "") for name in rule["source_labels"])
         match = re.fullmatch(str(rule["regex"]), joined)
         if not match:
             continue
-        value = re.sub(r"\$(\d+)", lambda m: match.group(int(m.group(1))) or "", str(rule["replacement"]))
+        groups: tuple[str | None, ...] = ("", *match.groups())
+
+        def group(ref: re.Match[str], groups: tuple[str | None, ...] = groups) -> str:
+            return groups[int(ref.group(1))] or ""
+
+        value = re.sub(r"\$(\d+)", group, str(rule["replacement"]))
         target = str(rule["target_label"])
         if value:
             labels[target] = value
