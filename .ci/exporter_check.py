@@ -120,14 +120,94 @@ def query(prometheus: str, promql: str) -> list[dict[str, Any]]:
     return result
 
 
+Series = dict[tuple[str, str | None], float]
+
+
+def compare(fields: dict[str, str], series: Series) -> list[str]:
+    """Each INFO field must be exactly one series, named by the conventions
+    (`ratelimit_config_<field>`, or `ratelimit_<counter>_total` with the
+    label command where `<command>_<counter>` is the field), with the
+    field's value; and every series must stand for a field."""
+    failures = []
+    matched = set()
+    for field, value in sorted(fields.items()):
+        candidates = [
+            key
+            for key in series
+            if (key[1] is None and key[0] == f"ratelimit_config_{field}")
+            or (
+                key[1] is not None
+                and key[0].startswith("ratelimit_")
+                and key[0].endswith("_total")
+                and f"{key[1]}_{key[0][len('ratelimit_') : -len('_total')]}" == field
+            )
+        ]
+        if len(candidates) != 1:
+            failures.append(f"INFO field ratelimit_{field}: series {candidates}, not exactly one")
+            continue
+        matched.add(candidates[0])
+        if series[candidates[0]] != number(value):
+            failures.append(f"INFO field ratelimit_{field}={value}: {candidates[0]} is {series[candidates[0]]}")
+    for key in sorted(set(series) - matched, key=str):
+        failures.append(f"series {key} stands for no INFO field")
+    return failures
+
+
+KEY = re.compile(r'(ratelimit_\w+?)(?:\{command="(\w+)"\})?')
+
+
+def script_reply(port: int) -> Series:
+    """The script's reply on a server, EVAL'd as redis_exporter does, each
+    key read as the series it names."""
+    with open("contrib/redis_exporter/ratelimit.lua") as f:
+        script = f.read()
+    lines = subprocess.run(
+        ["redis-cli", "-p", str(port), "EVAL", script, "0"], check=True, capture_output=True, text=True
+    ).stdout.splitlines()
+    # redis-cli prints an empty array as one empty line.
+    lines = [line for line in lines if line]
+    if len(lines) % 2:
+        raise AssertionError(f"the script's reply has an odd number of elements: {lines}")
+    series: Series = {}
+    for key, value in zip(lines[::2], lines[1::2], strict=True):
+        match = KEY.fullmatch(key)
+        if not match:
+            raise AssertionError(f"the script's key {key!r} is not a series of the conventions")
+        series[(match.group(1), match.group(2))] = float(value)
+    return series
+
+
+def check_script(port: int, server: str, module: bool) -> int:
+    """The script alone on one more server: with the module, each field one
+    series; without it, an empty reply."""
+    series = script_reply(port)
+    if module:
+        fields = info_fields(port)
+        failures = compare(fields, series)
+    else:
+        failures = [f"series {key} from a server without the module" for key in series]
+    for failure in failures:
+        print(f"exporter: {server}: {failure}", file=sys.stderr)
+    if not failures:
+        what = f"{len(fields)} INFO fields, each one series" if module else "no module, an empty reply"
+        print(f"exporter: {server}: the script's reply: {what}")
+    return 1 if failures else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--redis-port", type=int, required=True)
-    parser.add_argument("--exporter", required=True)
-    parser.add_argument("--plain-exporter", required=True)
-    parser.add_argument("--prometheus", required=True)
-    parser.add_argument("--names", required=True)
+    parser.add_argument("--exporter")
+    parser.add_argument("--plain-exporter")
+    parser.add_argument("--prometheus")
+    parser.add_argument("--names")
+    parser.add_argument("--script-only", metavar="SERVER", help="only EVAL the script on the server (its name)")
+    parser.add_argument("--without-module", action="store_true", help="with --script-only: the server has no module")
     args = parser.parse_args()
+    if args.script_only:
+        return check_script(args.redis_port, args.script_only, not args.without_module)
+    if not (args.exporter and args.plain_exporter and args.prometheus and args.names):
+        parser.error("--exporter, --plain-exporter, --prometheus and --names are needed (or --script-only)")
     failures: list[str] = []
 
     fields = info_fields(args.redis_port)
@@ -178,28 +258,7 @@ def main() -> int:
 
     # Every INFO field is exactly one series, named by the conventions, with
     # the field's value; and nothing else is there.
-    matched = set()
-    for field, value in sorted(fields.items()):
-        candidates = [
-            key
-            for key in kept
-            if (key[1] is None and key[0] == f"ratelimit_config_{field}")
-            or (
-                key[1] is not None
-                and key[0].startswith("ratelimit_")
-                and key[0].endswith("_total")
-                and f"{key[1]}_{key[0][len('ratelimit_') : -len('_total')]}" == field
-            )
-        ]
-        if len(candidates) != 1:
-            failures.append(f"INFO field ratelimit_{field}: series {candidates}, not exactly one")
-            continue
-        matched.add(candidates[0])
-        got = kept[candidates[0]][0]
-        if got != number(value):
-            failures.append(f"INFO field ratelimit_{field}={value}: {candidates[0]} is {got}")
-    for key in sorted(set(kept) - matched, key=str):
-        failures.append(f"series {key} stands for no INFO field")
+    failures += compare(fields, {key: value for key, (value, _) in kept.items()})
 
     # The exact values of the calls made, and the settings.
     for (name, command), (got, _) in kept.items():
