@@ -21,9 +21,10 @@
 --
 -- On a server without the module `INFO ratelimit` is empty and so is the
 -- reply: no series, no error. Runs on Redis 6.0 and newer and on Valkey
--- (INFO is allowed in scripts; nothing is written).
+-- (INFO is allowed in scripts; nothing is written). docs/metrics.md lists
+-- every series and what it counts.
 
--- The settings among the fields (docs/operations.md, "Module arguments").
+-- The settings among the fields (docs/operations.md, "Configuration").
 local settings = {
     sliding_log_max_limit = true,
     concurrency_max_limit = true,
@@ -32,9 +33,9 @@ local settings = {
     tag_max_bytes = true,
 }
 
--- The counters a command's fields end with, longest first so that
--- `token_bucket_shadow_refused` is the counter `shadow_refused` and not
--- `refused` of a command `token_bucket_shadow`.
+-- The counters a command's fields end with (docs/operations.md, "INFO"),
+-- longest first, so that `token_bucket_shadow_refused` is the counter
+-- `shadow_refused` of `token_bucket`, not `refused` of `token_bucket_shadow`.
 local counters = {
     "entries_written", "shadow_refused",
     "refunded", "reserved", "acquired", "released", "renewed",
