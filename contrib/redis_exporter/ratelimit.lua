@@ -66,8 +66,9 @@ for line in string.gmatch(info, "[^\r\n]+") do
             key = "ratelimit_config_" .. name
         else
             for _, counter in ipairs(counters) do
-                local command = string.match(name, "^(.+)_" .. counter .. "$")
-                if command then
+                local tail = "_" .. counter
+                if #name > #tail and string.sub(name, -#tail) == tail then
+                    local command = string.sub(name, 1, #name - #tail)
                     key = "ratelimit_" .. counter .. '_total{command="' .. command .. '"}'
                     break
                 end
