@@ -13,14 +13,18 @@ import re
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from exporter_test import queries
+
 T = TypeVar("T")
 
 WAIT_SECONDS = 20.0
+DASHBOARD = "contrib/grafana/redis-ratelimit.json"
 
 # The counters the known calls of .ci/exporter touch, with their exact
 # values; every other counter must be 0.
@@ -283,6 +287,21 @@ def main() -> int:
     with open(args.names, "w") as out:
         out.write("".join(f"{name}\n" for name in names))
 
+    # Every query of the dashboard is PromQL this Prometheus accepts (with
+    # Grafana's variables given values: the names are checked by
+    # .ci/exporter_test.py).
+    with open(DASHBOARD) as f:
+        dashboard = json.load(f)
+    exprs = [e for e in queries(dashboard) if not e.startswith("label_values(")]
+    for expr in exprs:
+        promql = expr.replace("$__rate_interval", "1m").replace("$limit", ".*")
+        try:
+            query(args.prometheus, promql)
+        except urllib.error.HTTPError as error:
+            failures.append(f"dashboard query {expr!r}: {error}: {error.read().decode()}")
+        except (AssertionError, OSError) as error:
+            failures.append(f"dashboard query {expr!r}: {error}")
+
     for failure in failures:
         print(f"exporter: {failure}", file=sys.stderr)
     if failures:
@@ -293,7 +312,8 @@ def main() -> int:
         f" ({len(ratelimit_names)} metrics: {', '.join(ratelimit_names)});"
         f" {len(TOUCHED)} counters at their exact values, the others 0;"
         f" no series and no error without the module;"
-        f" {len(names)} metric names written to {args.names}"
+        f" {len(names)} metric names written to {args.names};"
+        f" the dashboard's {len(exprs)} queries accepted by Prometheus"
         f" (first scrape in Prometheus after {waited:.1f} s)"
     )
     return 0
