@@ -16,6 +16,8 @@
   PromQL query names only metrics in target/exporter-metrics.txt (what
   Prometheus held in .ci/exporter) or in clients/contract/metrics.json (for
   a histogram, its _bucket, _sum and _count series).
+- docs/metrics.md: a row for every server metric Prometheus held (its type
+  by its name) and for every client metric of the contract (type, labels).
 """
 
 import json
@@ -231,6 +233,39 @@ class DashboardTest(unittest.TestCase):
         self.assertTrue(datasources)
         for datasource in datasources:
             self.assertEqual(datasource, {"type": "prometheus", "uid": "${DS_PROMETHEUS}"})
+
+
+class DocsTest(unittest.TestCase):
+    """docs/metrics.md names every metric: the server's that Prometheus
+    held, the clients' of the contract with their type and labels."""
+
+    def rows(self) -> dict[str, tuple[str, list[str]]]:
+        with open(os.path.join(ROOT, "docs", "metrics.md")) as f:
+            text = f.read()
+        rows = {}
+        for match in re.finditer(r"^\| `(\w+)` \| (\w+) \|([^|]*)\|", text, re.M):
+            # The labels' names, without the values said in parentheses.
+            labels = re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", match.group(3)))
+            rows[match.group(1)] = (match.group(2), labels)
+        return rows
+
+    def test_the_server_metrics_seen_are_documented(self) -> None:
+        if not os.path.exists(SEEN):
+            self.fail(f"{SEEN} is missing: run bash .ci/exporter (it writes it, then runs this)")
+        with open(SEEN) as f:
+            seen = [line.strip() for line in f if line.startswith("ratelimit_")]
+        rows = self.rows()
+        self.assertGreater(len(seen), 15)
+        for name in seen:
+            self.assertIn(name, rows, f"{name} is not in docs/metrics.md")
+            self.assertEqual(rows[name][0], "counter" if name.endswith("_total") else "gauge", name)
+
+    def test_the_client_metrics_are_documented(self) -> None:
+        with open(CONTRACT) as f:
+            contract = json.load(f)
+        rows = self.rows()
+        for metric in contract["metrics"]:
+            self.assertEqual(rows.get(metric["name"]), (metric["type"], metric["labels"]), metric["name"])
 
 
 # --- The script, run by Lua 5.1 ----------------------------------------------
