@@ -257,6 +257,8 @@ export declare class RateLimits {
   log(key: string, window: Duration, options?: LogOptions): Promise<LogEntry[] | TagUnits[]>;
   /** The state the limiter on `key` keeps, changing nothing (RL.INSPECT); null for a missing key. The module's RESP3 map and the flat array read alike. */
   inspect(key: string): Promise<Inspection | null>;
+  /** Ends the limiter on `key` (DEL, under the deadline): its state and any block. Whether the key existed. */
+  delete(key: string): Promise<boolean>;
 }
 
 /** The base of every error of this library. */

@@ -5,6 +5,8 @@ const { Result, Limiter, AllOf, Concurrency, Lease } = require("./limiters");
 const { RateLimitError, InvalidParameter, ServerError, Unavailable, LeaseRefusedError } = require("./errors");
 const { rateLimit, rateLimitHeaders, policyHeader } = require("./middleware");
 const { toMs } = require("./duration");
+const { RateLimitStore } = require("./express-store");
+const { FlexibleLimiter } = require("./flexible");
 
 module.exports = {
   RateLimits,
@@ -23,4 +25,6 @@ module.exports = {
   rateLimitHeaders,
   policyHeader,
   toMs,
+  RateLimitStore,
+  FlexibleLimiter,
 };
