@@ -19,7 +19,10 @@ let flexible;
 function rateLimiterFlexible() {
   if (flexible === undefined) {
     try {
-      flexible = require("rate-limiter-flexible");
+      const lib = require("rate-limiter-flexible");
+      // What its own checks name beside RateLimiterCompatibleAbstract, not
+      // among its exports: the class RateLimiterMemory extends.
+      flexible = { ...lib, RateLimiterAbstract: Object.getPrototypeOf(lib.RateLimiterMemory) };
     } catch (err) {
       if (/** @type {any} */ (err).code !== "MODULE_NOT_FOUND") throw err;
       throw new RateLimitError("FlexibleLimiter needs rate-limiter-flexible: npm install rate-limiter-flexible", err);
