@@ -50,7 +50,8 @@ function checkAlgorithm(algorithm, who) {
  * @typedef {object} RateLimitStoreOptions
  * @property {Algorithm} [algorithm] how the server decides (default
  *   `"fixed"`, as express-rate-limit's MemoryStore counts)
- * @property {string} [prefix] of every key (default `"rl:"`)
+ * @property {string} [prefix] of every key (default `"erl:"`, not rate-limit-redis's
+ *   `"rl:"`, whose counters RL.FIXED would refuse while they last)
  * @property {"auto" | import("./client").Backend} [backend] as RateLimits takes it
  * @property {number | string} [timeout] as RateLimits takes it (default 250 ms)
  * @property {boolean} [failOpen] as RateLimits takes it: an unreachable server
@@ -89,7 +90,7 @@ class RateLimitStore {
    */
   constructor(client, options = {}) {
     checkOptions(options, "RateLimitStore", STORE_OPTIONS);
-    const { algorithm = "fixed", prefix = "rl:", ...rest } = options;
+    const { algorithm = "fixed", prefix = "erl:", ...rest } = options;
     /** @readonly @type {Algorithm} */
     this.algorithm = checkAlgorithm(algorithm, "RateLimitStore");
     if (typeof prefix !== "string") throw new InvalidParameter("RateLimitStore: prefix must be a string");

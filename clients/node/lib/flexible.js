@@ -163,6 +163,17 @@ class FlexibleLimiter {
     return this._keyPrefix.length > 0 ? `${this._keyPrefix}:${key}` : String(key);
   }
 
+  /**
+   * @private
+   * The key in Redis: `rl:` before `getKey(key)`, so that a key that
+   * rate-limiter-flexible's own RateLimiterRedis wrote (a counter RL.FIXED
+   * would refuse) is never met when moving from it.
+   * @param {string | number} key
+   */
+  _redisKey(key) {
+    return `rl:${this.getKey(key)}`;
+  }
+
   /** @param {string} rlKey */
   parseKey(rlKey) {
     return this._keyPrefix.length > 0 ? rlKey.substring(this._keyPrefix.length + 1) : rlKey;
@@ -221,7 +232,7 @@ class FlexibleLimiter {
       noOptions(options, "consume");
       const n = this._points(points, "points");
       const block = this._blockDuration > 0 ? { block: this._blockDuration * 1000 } : undefined;
-      return this._limiter.take(this.getKey(key), n, block).then((result) => {
+      return this._limiter.take(this._redisKey(key), n, block).then((result) => {
         const res = this._res(result, n);
         if (result.allowed) return res;
         throw res;
@@ -238,7 +249,7 @@ class FlexibleLimiter {
     return this._insured("penalty", [key, points, options], () => {
       noOptions(options, "penalty");
       const n = this._points(points, "points");
-      return this._limiter.take(this.getKey(key), n, { force: true }).then((result) => this._res(result, n));
+      return this._limiter.take(this._redisKey(key), n, { force: true }).then((result) => this._res(result, n));
     });
   }
 
@@ -250,7 +261,7 @@ class FlexibleLimiter {
     return this._insured("reward", [key, points, options], () => {
       noOptions(options, "reward");
       const n = this._points(points, "points");
-      return this._limiter.refund(this.getKey(key), n).then((result) => this._res(result, 0));
+      return this._limiter.refund(this._redisKey(key), n).then((result) => this._res(result, 0));
     });
   }
 
@@ -262,7 +273,7 @@ class FlexibleLimiter {
   get(key, options = {}) {
     return this._insured("get", [key, options], () => {
       noOptions(options, "get");
-      return this._limiter.query(this.getKey(key)).then((result) => {
+      return this._limiter.query(this._redisKey(key)).then((result) => {
         if (result.allowed && result.remaining === result.limit && result.reset === 0) return null;
         return this._res(result, 0);
       });
@@ -282,7 +293,7 @@ class FlexibleLimiter {
     return this._insured("block", [key, secDuration, options], async () => {
       noOptions(options, "block");
       const ms = secondsToMs(secDuration, "secDuration", 1);
-      const rlKey = this.getKey(key);
+      const rlKey = this._redisKey(key);
       const first = await this._limiter.take(rlKey, this.points, { block: ms });
       if (first.allowed) {
         await this._limiter.take(rlKey, 1, { block: ms });
@@ -307,7 +318,7 @@ class FlexibleLimiter {
         throw new InvalidParameter(`FlexibleLimiter.set: secDuration must be the limiter's duration (${this.duration}), got ${String(secDuration)}: the window is the limiter's`);
       }
       const n = this._points(points, "points");
-      const rlKey = this.getKey(key);
+      const rlKey = this._redisKey(key);
       await this.limits.delete(rlKey);
       if (n === 0) return new this._lib.RateLimiterRes(0, 0, 0, false);
       const result = await this._limiter.take(rlKey, n, { force: true });
@@ -322,7 +333,7 @@ class FlexibleLimiter {
   delete(key, options = {}) {
     return this._insured("delete", [key, options], () => {
       noOptions(options, "delete");
-      return this.limits.delete(this.getKey(key));
+      return this.limits.delete(this._redisKey(key));
     });
   }
 }

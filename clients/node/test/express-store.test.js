@@ -114,7 +114,7 @@ for (const setup of SETUPS) {
         assert.equal(await store.limits.backend(), setup.backend);
         // One key per client, holding the three allowed requests (the refused one is not counted).
         assert.equal((await store.get(id))?.totalHits, 3);
-        assert.equal(await conn.client.exists(`rl:${id}`), 1);
+        assert.equal(await conn.client.exists(`erl:${id}`), 1);
         assert.deepEqual(told, []);
       } finally {
         await close();

@@ -92,8 +92,8 @@ for (const setup of SETUPS) {
       assert.deepEqual(fields(await limiter.penalty(key, 1), t2, Date.now()), { remainingPoints: 1, consumedPoints: 2, isFirstInDuration: false });
       assert.equal((await limiter.consume(key)).remainingPoints, 0);
       await assert.rejects(limiter.consume(key), (res) => res instanceof RateLimiterRes && res.consumedPoints === 4);
-      // Its own key: `${keyPrefix}:${key}`.
-      assert.equal(await new RateLimits(conn.client).delete(`rlflx:${key}`), true);
+      // Its key in Redis: `rl:${keyPrefix}:${key}`.
+      assert.equal(await new RateLimits(conn.client).delete(`rl:rlflx:${key}`), true);
       assert.equal(await limiter.get(key), null);
       assert.equal((await limiter.consume(key)).consumedPoints, 1);
       assert.equal(await limiter.delete(key), true);
@@ -228,7 +228,7 @@ for (const setup of SETUPS) {
         down.disconnect();
       }
       const list = freshKey();
-      await conn.client.rpush(`rlflx:${list}`, "x");
+      await conn.client.rpush(`rl:rlflx:${list}`, "x");
       const memory2 = new RateLimiterMemory({ points: 5, duration: 60 });
       const misconfigured = new FlexibleLimiter({ storeClient: conn.client, points: 3, duration: YEAR_S, insuranceLimiter: memory2 });
       await assert.rejects(misconfigured.consume(list), { name: "ServerError", message: "WRONGTYPE Operation against a key holding the wrong kind of value" });
