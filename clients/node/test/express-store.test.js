@@ -14,7 +14,7 @@ const express = require("express");
 const { rateLimit } = require("express-rate-limit");
 const { RateLimitStore } = require("../lib");
 const { startServer } = require("./servers");
-const { CURRENT } = require("./clients");
+const { CURRENT, unreachable } = require("./clients");
 const { serve, getWith } = require("./http");
 
 const YEAR = 365 * 24 * 3600 * 1000;
@@ -208,6 +208,35 @@ for (const setup of SETUPS) {
         } finally {
           await close();
         }
+      }
+    });
+
+    it("the server unreachable: express-rate-limit's error, its passOnStoreError, or the store's failOpen", async () => {
+      const down = unreachable();
+      const { told, logger } = keeper();
+      const common = { windowMs: 60_000, limit: 3, logger };
+      const apps = [
+        appWith({ ...common, store: new RateLimitStore(down, { timeout: 100 }) }),
+        appWith({ ...common, store: new RateLimitStore(down, { timeout: 100 }), passOnStoreError: true }),
+        appWith({ ...common, store: new RateLimitStore(down, { timeout: 100, failOpen: true }) }),
+      ];
+      const served = await Promise.all(apps.map(({ app }) => serve(app)));
+      try {
+        const got = [];
+        for (const { url } of served) got.push(await getWith(`${url}/ok`, ["X-RateLimit-Remaining"], { "X-Client": clientId() }));
+        assert.deepEqual(
+          got.map((g) => [g.status, g.headers["X-RateLimit-Remaining"]]),
+          [[500, undefined], [200, undefined], [200, "0"]],
+        );
+        // Fail closed: the app's error handler got the store's Unavailable.
+        assert.equal(apps[0].errors.length, 1);
+        assert.match(apps[0].errors[0], /^rate limiter unavailable: /);
+        // passOnStoreError: express-rate-limit logged it and let the request through.
+        assert.equal(told.length, 1);
+        assert.equal(/** @type {Error} */ (told[0]).name, "Unavailable");
+      } finally {
+        down.disconnect();
+        await Promise.all(served.map((s) => s.close()));
       }
     });
 

@@ -11,11 +11,10 @@
 const assert = require("node:assert/strict");
 const { describe, it, before, after } = require("node:test");
 const express = require("express");
-const Redis = require("ioredis");
 const { RateLimiterRes, RateLimiterUnion, RateLimiterMemory, RateLimiterRedis } = require("rate-limiter-flexible");
 const { FlexibleLimiter, RateLimits } = require("../lib");
 const { startServer } = require("./servers");
-const { CURRENT } = require("./clients");
+const { CURRENT, unreachable } = require("./clients");
 const { serve, getWith } = require("./http");
 const { within } = require("./suite");
 
@@ -44,13 +43,6 @@ function fields(res, before, after) {
   const { remainingPoints, msBeforeNext, consumedPoints, isFirstInDuration } = res;
   assert.ok(msBeforeNext >= toWindowEnd(after) && msBeforeNext <= toWindowEnd(before) + 1, `msBeforeNext ${msBeforeNext}`);
   return { remainingPoints, consumedPoints, isFirstInDuration };
-}
-
-/** An ioredis client that fails at once (its server is gone). @param {number} port */
-function deadClient(port) {
-  const client = new Redis({ host: "127.0.0.1", port, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  client.on("error", () => {});
-  return client;
 }
 
 for (const setup of SETUPS) {
@@ -192,7 +184,7 @@ for (const setup of SETUPS) {
 
     it("as the insuranceLimiter of a RateLimiterRedis whose Redis is down", async () => {
       const flexible = new FlexibleLimiter({ storeClient: conn.client, points: 3, duration: YEAR_S, keyPrefix: "flx-ins" });
-      const down = deadClient(1);
+      const down = unreachable();
       const redisLimiter = new RateLimiterRedis({
         storeClient: down,
         points: 100,
@@ -215,7 +207,7 @@ for (const setup of SETUPS) {
     });
 
     it("with its own insuranceLimiter: Unavailable goes to it, a server error does not", async () => {
-      const down = deadClient(1);
+      const down = unreachable();
       const memory = new RateLimiterMemory({ points: 5, duration: 60 });
       const insured = new FlexibleLimiter({ storeClient: down, points: 3, duration: YEAR_S, timeout: 100, insuranceLimiter: memory });
       const bare = new FlexibleLimiter({ storeClient: down, points: 3, duration: YEAR_S, timeout: 100 });
