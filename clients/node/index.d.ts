@@ -303,6 +303,8 @@ export declare class RateLimits {
   log(key: string, window: Duration, options?: LogOptions): Promise<LogEntry[] | TagUnits[]>;
   /** The state the limiter on `key` keeps, changing nothing (RL.INSPECT); null for a missing key. The module's RESP3 map and the flat array read alike. */
   inspect(key: string): Promise<Inspection | null>;
+  /** Ends the limiter on `key` (DEL, under the deadline): its state and any block. Whether the key existed. */
+  delete(key: string): Promise<boolean>;
 }
 
 /** The base of every error of this library. */
@@ -376,4 +378,103 @@ declare global {
       rateLimit?: Result;
     }
   }
+}
+
+/** How an adapter's limit is decided: `limit` per window with the window algorithms; GCRA with `limit` per window and bursts of `limit`; a token bucket of `limit` tokens refilled at `limit` per window. */
+export type AdapterAlgorithm = "fixed" | "sliding_log" | "sliding_counter" | "gcra" | "token_bucket";
+
+/** Options of `RateLimitStore`. */
+export interface RateLimitStoreOptions {
+  /** Default `"fixed"` (RL.FIXED, as express-rate-limit's MemoryStore counts). */
+  algorithm?: AdapterAlgorithm;
+  /** Before every key (default `"erl:"`). */
+  prefix?: string;
+  backend?: "auto" | Backend;
+  timeout?: Duration;
+  /** The server unreachable: let the request through (default false: increment rejects). */
+  failOpen?: boolean;
+}
+
+/** What express-rate-limit reads from a store. */
+export interface StoreHits {
+  totalHits: number;
+  resetTime: Date | undefined;
+}
+
+/** express-rate-limit's `Store` (version 7 and later), every decision made by the server: `rateLimit({ windowMs, limit, store: new RateLimitStore(redis) })`. No `resetAll`. */
+export declare class RateLimitStore {
+  constructor(client: object, options?: RateLimitStoreOptions);
+  readonly algorithm: AdapterAlgorithm;
+  readonly prefix: string;
+  readonly localKeys: false;
+  readonly limits: RateLimits;
+  /** The limiter `init` made, null before. */
+  limiter: Limiter | null;
+  /** Takes `windowMs` and `limit` (or `max`, a number: a function of the request throws). */
+  init(options: { windowMs?: unknown; limit?: unknown; max?: unknown; skipFailedRequests?: unknown }): void;
+  /** One take: allowed, `totalHits` <= limit; refused, `totalHits` > limit and `resetTime` when it would be allowed. */
+  increment(key: string): Promise<StoreHits>;
+  /** A refund of one unit (REFUND); none for a refusal that express-rate-limit decrements under skipFailedRequests. */
+  decrement(key: string): Promise<void>;
+  /** A query; undefined when fully rested. */
+  get(key: string): Promise<StoreHits | undefined>;
+  /** Deletes the key. */
+  resetKey(key: string): Promise<void>;
+  shutdown(): void;
+}
+
+/** rate-limiter-flexible's RateLimiterRes (an instance of its class), as its declarations give it. */
+export interface FlexibleRes {
+  readonly remainingPoints: number;
+  readonly msBeforeNext: number;
+  readonly consumedPoints: number;
+  readonly isFirstInDuration: boolean;
+  toString(): string;
+  toJSON(): { remainingPoints: number; msBeforeNext: number; consumedPoints: number; isFirstInDuration: boolean };
+}
+
+/** Options of `FlexibleLimiter`, as rate-limiter-flexible's own limiters take them. */
+export interface FlexibleLimiterOptions {
+  storeClient: object;
+  /** Units per window. */
+  points: number;
+  /** The window, in seconds (whole milliseconds). */
+  duration: number;
+  /** Seconds a refused consume blocks its key (0: none). */
+  blockDuration?: number;
+  /** Default `"rlflx"`; the key in Redis is `rl:${keyPrefix}:${key}`. */
+  keyPrefix?: string;
+  /** A rate-limiter-flexible limiter that answers when the server cannot be reached. */
+  insuranceLimiter?: object;
+  algorithm?: AdapterAlgorithm;
+  timeout?: Duration;
+  backend?: "auto" | Backend;
+  /** false only. */
+  execEvenly?: boolean;
+}
+
+/** A limiter rate-limiter-flexible accepts wherever it accepts its own (an instance of its RateLimiterCompatibleAbstract): its calls, its RateLimiterRes, its rejections. */
+export declare class FlexibleLimiter {
+  constructor(options: FlexibleLimiterOptions);
+  readonly points: number;
+  readonly duration: number;
+  readonly msDuration: number;
+  readonly algorithm: AdapterAlgorithm;
+  readonly limits: RateLimits;
+  readonly keyPrefix: string;
+  blockDuration: number;
+  /** false; setting true throws. */
+  execEvenly: boolean;
+  insuranceLimiter: object | undefined;
+  getKey(key: string | number): string;
+  parseKey(rlKey: string): string;
+  /** Resolves allowed; rejects with a RateLimiterRes when refused, with an Error when the server fails. */
+  consume(key: string | number, points?: number, options?: { [key: string]: any }): Promise<FlexibleRes>;
+  penalty(key: string | number, points?: number, options?: { [key: string]: any }): Promise<FlexibleRes>;
+  reward(key: string | number, points?: number, options?: { [key: string]: any }): Promise<FlexibleRes>;
+  get(key: string | number, options?: { [key: string]: any }): Promise<FlexibleRes | null>;
+  block(key: string | number, secDuration: number, options?: { [key: string]: any }): Promise<FlexibleRes>;
+  /** `secDuration`, when given, must be `duration`. */
+  set(key: string | number, points: number, secDuration?: number, options?: { [key: string]: any }): Promise<FlexibleRes>;
+  delete(key: string | number, options?: { [key: string]: any }): Promise<boolean>;
 }

@@ -8,11 +8,21 @@
 //
 //   node bench/bench.js [calls per slice, default 2000] [pairs, default 41]
 //   node bench/bench.js --flood      only the flood below
+//   node bench/bench.js --adapters [calls per round, default 2000] [rounds, default 31]
+//                                     only the adapters' overhead (below)
 //
 // Then a flood from one identity: 10,000 requests through the Express
 // middleware's limiter (GCRA, 100 per minute), 50 at a time, with and
 // without the local memory of refusals (localRefusals), and the server's
 // calls counted by INFO commandstats.
+//
+// --adapters: the adapters' overhead over a direct call, one server, one
+// ioredis connection, the same command (RL.FIXED, a limit never reached):
+// `limiter.take(key)`, express-rate-limit's `store.increment(key)` and
+// rate-limiter-flexible's `flexible.consume(key)`, in rounds of N calls
+// each, the order rotated every round. Per call: the process's CPU time
+// (process.cpuUsage, user + system) and the wall time; the medians of the
+// rounds, and the median of each round's ratio to the direct call.
 //
 // Starts its own Redis with the module (RL_MODULE, REDIS_SERVER as for the
 // tests), or the functions backend with BACKEND=functions (no module: the
@@ -21,10 +31,11 @@
 
 const Redis = require("ioredis");
 const { createClient } = require("redis");
-const { RateLimits } = require("../lib");
+const { RateLimits, RateLimitStore, FlexibleLimiter } = require("../lib");
 const { startServer } = require("../test/servers");
 
 const FLOOD_ONLY = process.argv.includes("--flood");
+const ADAPTERS_ONLY = process.argv.includes("--adapters");
 const numbers = process.argv.slice(2).filter((a) => !a.startsWith("--"));
 const SLICE = Number(numbers[0] || 2000);
 const PAIRS = Number(numbers[1] || 41);
@@ -110,8 +121,66 @@ async function floods(port) {
   }
 }
 
+/** CPU µs and wall µs per call of SLICE calls of `call`. */
+async function cost(call) {
+  const cpu = process.cpuUsage();
+  const start = performance.now();
+  for (let i = 0; i < SLICE; i++) await call();
+  const wall = ((performance.now() - start) * 1000) / SLICE;
+  const used = process.cpuUsage(cpu);
+  return { cpu: (used.user + used.system) / SLICE, wall };
+}
+
+async function adapters(port) {
+  const io = new Redis({ host: "127.0.0.1", port });
+  try {
+    const limits = new RateLimits(io);
+    const year = 365 * 24 * 3600;
+    const direct = limits.fixedWindow({ limit: 1_000_000_000, window: year * 1000 });
+    const store = new RateLimitStore(io);
+    store.init({ windowMs: year * 1000, limit: 1_000_000_000 });
+    const flexible = new FlexibleLimiter({ storeClient: io, points: 1_000_000_000, duration: year });
+    /** @type {[string, () => Promise<unknown>][]} */
+    const contenders = [
+      ["`limiter.take(key)` (direct)", () => direct.take("bench:adapters:direct")],
+      ["express-rate-limit `store.increment(key)`", () => store.increment("bench:adapters:store")],
+      ["rate-limiter-flexible `flexible.consume(key)`", () => flexible.consume("bench:adapters:flexible")],
+    ];
+    for (let i = 0; i < 2000; i++) for (const [, call] of contenders) await call();
+    /** @type {{cpu: number, wall: number}[][]} */
+    const rounds = contenders.map(() => []);
+    for (let r = 0; r < PAIRS; r++) {
+      for (let j = 0; j < contenders.length; j++) {
+        const c = (r + j) % contenders.length;
+        rounds[c].push(await cost(contenders[c][1]));
+      }
+    }
+    const ratio = (/** @type {number} */ c, /** @type {"cpu" | "wall"} */ what) =>
+      median(rounds[c].map((x, r) => x[what] / rounds[0][r][what]));
+    console.log(`Node ${process.version}, backend: ${await limits.backend()}, ${PAIRS} rounds of ${SLICE} calls each, order rotated, pipeline 1, one ioredis connection`);
+    console.log("");
+    console.log("| call | CPU µs/call | wall µs/call | CPU / direct | wall / direct |");
+    console.log("|---|---:|---:|---:|---:|");
+    contenders.forEach(([name], c) => {
+      const cpu = median(rounds[c].map((x) => x.cpu));
+      const wall = median(rounds[c].map((x) => x.wall));
+      console.log(`| ${name} | ${cpu.toFixed(1)} | ${wall.toFixed(1)} | ${(ratio(c, "cpu") * 100).toFixed(1)}% | ${(ratio(c, "wall") * 100).toFixed(1)}% |`);
+    });
+  } finally {
+    io.disconnect();
+  }
+}
+
 async function main() {
   const server = await startServer({ module: BACKEND === "module" });
+  if (ADAPTERS_ONLY) {
+    try {
+      await adapters(server.port);
+    } finally {
+      await server.stop();
+    }
+    return;
+  }
   if (FLOOD_ONLY) {
     try {
       await floods(server.port);

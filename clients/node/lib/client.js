@@ -361,6 +361,18 @@ class RateLimits {
   }
 
   /**
+   * Ends the limiter on `key` (`DEL`, the client's key prefix applied, under
+   * the deadline): its state and any block. Resolves to whether the key
+   * existed.
+   * @param {string} key
+   * @returns {Promise<boolean>}
+   */
+  delete(key) {
+    const k = this._adapter.prefix + limiters.checkKey(key);
+    return this._within((deadline) => this._adapter.send(["DEL", k], k, deadline)).then((n) => Number(n) > 0);
+  }
+
+  /**
    * A GCRA limiter: `rate` requests per `per`, evenly spaced, with bursts of
    * up to `burst` at once from rest (default `rate`).
    * @param {import("./limiters").GcraOptions} options

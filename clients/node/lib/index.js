@@ -6,6 +6,8 @@ const { RateLimitError, InvalidParameter, ServerError, Unavailable, LeaseRefused
 const { rateLimit, rateLimitHeaders, policyHeader } = require("./middleware");
 const { toMs } = require("./duration");
 const { PrometheusMetrics, TopRefused } = require("./metrics");
+const { RateLimitStore } = require("./express-store");
+const { FlexibleLimiter } = require("./flexible");
 
 module.exports = {
   RateLimits,
@@ -26,4 +28,6 @@ module.exports = {
   toMs,
   PrometheusMetrics,
   TopRefused,
+  RateLimitStore,
+  FlexibleLimiter,
 };

@@ -80,4 +80,14 @@ const CLUSTER_CLIENTS = {
   "node-redis 4 cluster": nodeRedisCluster(redis4),
 };
 
-module.exports = { CLIENTS, CURRENT, CLUSTER_CLIENTS, RESP3_CLIENTS, RECONNECT };
+/**
+ * An ioredis client to a port where nothing listens (port 1), failing each
+ * call at once: no queue, no reconnect.
+ */
+function unreachable() {
+  const client = new Redis({ host: HOST, port: 1, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on("error", () => {});
+  return client;
+}
+
+module.exports = { CLIENTS, CURRENT, CLUSTER_CLIENTS, RESP3_CLIENTS, RECONNECT, unreachable };

@@ -2,9 +2,14 @@
 // user meets them. Not run.
 import express from "express";
 import Redis from "ioredis";
+import { rateLimit as expressRateLimit } from "express-rate-limit";
+import { RateLimiterUnion, RateLimiterMemory } from "rate-limiter-flexible";
 import { createClient } from "redis";
 import {
   RateLimits,
+  RateLimitStore,
+  FlexibleLimiter,
+  type FlexibleRes,
   rateLimit,
   rateLimitHeaders,
   LeaseRefusedError,
@@ -87,3 +92,17 @@ async function mistakes(limits: RateLimits): Promise<void> {
   new RateLimits(new Redis(), { timout: 100 });
 }
 void mistakes;
+
+async function adapters(): Promise<void> {
+  const redis = new Redis();
+  const store = new RateLimitStore(redis, { algorithm: "sliding_log", prefix: "api:", timeout: "100ms" });
+  express().use(expressRateLimit({ windowMs: 60_000, limit: 100, store }));
+  const limiter = new FlexibleLimiter({ storeClient: redis, points: 10, duration: 1, blockDuration: 60, keyPrefix: "api" });
+  const res: FlexibleRes = await limiter.consume("user:42", 2);
+  const left: number = res.remainingPoints;
+  const known: FlexibleRes | null = await limiter.get("user:42");
+  const gone: boolean = await limiter.delete("user:42");
+  new RateLimiterUnion(limiter, new RateLimiterMemory({ points: 1, duration: 1 }));
+  void [left, known, gone];
+}
+void adapters;
