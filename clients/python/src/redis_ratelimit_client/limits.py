@@ -258,6 +258,9 @@ class RateLimitStorage(
         self.limits = RateLimits(self.redis, **self._setup.limits_options)
         """The client's ``RateLimits``: its limiters share these keys."""
         self._limiters = _Limiters[Limiter](self.limits)
+        # A plain take, as the middleware sends it (Limiter.take's options
+        # are never needed here): limits' hit costs its own work and no more.
+        self._run = self.limits._run
         self._prefix = self._setup.key("")
         self._sliding = self._setup.sliding_key("")
 
@@ -281,7 +284,7 @@ class RateLimitStorage(
 
     # fixed window
     def incr(self, key: str, expiry: int, amount: int = 1) -> int:
-        decision = self._limiters["fixed_window", FIXED_LIMIT, expiry].take(self._prefix + key, amount)
+        decision = self._run(self._limiters["fixed_window", FIXED_LIMIT, expiry]._take(self._prefix + key, amount))
         return _count(decision, amount)
 
     def get(self, key: str) -> int:
@@ -292,7 +295,7 @@ class RateLimitStorage(
 
     # moving window
     def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
-        return self._limiters["sliding_log", limit, expiry].take(self._prefix + key, amount).allowed
+        return self._run(self._limiters["sliding_log", limit, expiry]._take(self._prefix + key, amount)).allowed
 
     def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
         try:
@@ -305,7 +308,7 @@ class RateLimitStorage(
 
     # sliding window counter
     def acquire_sliding_window_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
-        return self._limiters["sliding_counter", limit, expiry].take(self._sliding + key, amount).allowed
+        return self._run(self._limiters["sliding_counter", limit, expiry]._take(self._sliding + key, amount)).allowed
 
     def get_sliding_window(self, key: str, expiry: int) -> tuple[int, float, int, float]:
         return _sliding_window(self._inspect(self._sliding + key), key, expiry)
@@ -372,6 +375,9 @@ class AsyncRateLimitStorage(
         self.limits = AsyncRateLimits(self.redis, **self._setup.limits_options)
         """The client's ``AsyncRateLimits``: its limiters share these keys."""
         self._limiters = _Limiters[AsyncLimiter](self.limits)
+        # A plain take, as the middleware sends it (Limiter.take's options
+        # are never needed here): limits' hit costs its own work and no more.
+        self._run = self.limits._run
         self._prefix = self._setup.key("")
         self._sliding = self._setup.sliding_key("")
 
@@ -394,7 +400,9 @@ class AsyncRateLimitStorage(
             raise
 
     async def incr(self, key: str, expiry: int, amount: int = 1) -> int:
-        decision = await self._limiters["fixed_window", FIXED_LIMIT, expiry].take(self._prefix + key, amount)
+        decision = await self._run(
+            self._limiters["fixed_window", FIXED_LIMIT, expiry]._take(self._prefix + key, amount)
+        )
         return _count(decision, amount)
 
     async def get(self, key: str) -> int:
@@ -404,7 +412,7 @@ class AsyncRateLimitStorage(
         return _expiry(await self._inspect(self._prefix + key))
 
     async def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
-        decision = await self._limiters["sliding_log", limit, expiry].take(self._prefix + key, amount)
+        decision = await self._run(self._limiters["sliding_log", limit, expiry]._take(self._prefix + key, amount))
         return decision.allowed
 
     async def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
@@ -417,7 +425,7 @@ class AsyncRateLimitStorage(
         return _moving_window(entries)  # type: ignore[arg-type]
 
     async def acquire_sliding_window_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
-        decision = await self._limiters["sliding_counter", limit, expiry].take(self._sliding + key, amount)
+        decision = await self._run(self._limiters["sliding_counter", limit, expiry]._take(self._sliding + key, amount))
         return decision.allowed
 
     async def get_sliding_window(self, key: str, expiry: int) -> tuple[int, float, int, float]:
