@@ -38,8 +38,7 @@ from __future__ import annotations
 
 import time
 import urllib.parse
-from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import limits.aio.storage as aio_storage
 import limits.storage as sync_storage
@@ -304,7 +303,7 @@ class RateLimitStorage(
             if not self.limits.fail_open:
                 raise
             entries = []
-        return _moving_window(entries)  # type: ignore[arg-type]
+        return _moving_window(cast(list[LogEntry], entries))
 
     # sliding window counter
     def acquire_sliding_window_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
@@ -422,7 +421,7 @@ class AsyncRateLimitStorage(
             if not self.limits.fail_open:
                 raise
             entries = []
-        return _moving_window(entries)  # type: ignore[arg-type]
+        return _moving_window(cast(list[LogEntry], entries))
 
     async def acquire_sliding_window_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
         decision = await self._run(self._limiters["sliding_counter", limit, expiry]._take(self._sliding + key, amount))
@@ -469,11 +468,6 @@ class AsyncRateLimitClusterStorage(AsyncRateLimitStorage):
         return redis.asyncio.cluster.RedisCluster(startup_nodes=nodes, **setup.redis_options)
 
 
-def schemes() -> Iterable[str]:
-    """The URI schemes this module registers."""
-    return ("redis-ratelimit", "redis-ratelimit+cluster", "async+redis-ratelimit", "async+redis-ratelimit+cluster")
-
-
 __all__ = [
     "DEFAULT_KEY_PREFIX",
     "FIXED_LIMIT",
@@ -481,5 +475,4 @@ __all__ = [
     "AsyncRateLimitStorage",
     "RateLimitClusterStorage",
     "RateLimitStorage",
-    "schemes",
 ]
