@@ -264,7 +264,7 @@ def test_the_base_package_imports_no_limits() -> None:
 
 # -- real apps -------------------------------------------------------------------------------
 
-APP_SERVERS = ["module", "functions"]
+APP_SERVERS = list(BACKEND_SERVER)  # the module, the functions library, the scripts (Redis 6.2)
 
 
 @pytest.mark.parametrize("edition", APP_SERVERS)
@@ -274,7 +274,7 @@ def test_flask_limiter(servers: Servers, edition: str, strategy: str) -> None:
     from flask_limiter import Limiter
     from flask_limiter.util import get_remote_address
 
-    server = servers.get(edition)
+    server = servers.get(BACKEND_SERVER[edition])
     reset(server)
     app = Flask(__name__)
     limiter = Limiter(
@@ -319,7 +319,7 @@ def test_slowapi(servers: Servers, edition: str, strategy: str) -> None:
     from slowapi.errors import RateLimitExceeded
     from slowapi.util import get_remote_address
 
-    server = servers.get(edition)
+    server = servers.get(BACKEND_SERVER[edition])
     reset(server)
     limiter = Limiter(
         key_func=get_remote_address, storage_uri=f"redis-ratelimit://127.0.0.1:{server.port}", strategy=strategy
