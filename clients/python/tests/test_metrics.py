@@ -336,3 +336,35 @@ def test_middleware_start_up_check_on_a_black_hole(fail_open: bool) -> None:
     # The first request met the outage in the start-up check, the second in its take.
     outcome = "failed_open" if fail_open else "failed_closed"
     assert counts(samples, "web") == {outcome: 2, f"units {outcome}": 2, "calls": 2}
+
+
+def test_the_limits_storage_counts_its_hits(module_server: Server, registry: CollectorRegistry) -> None:
+    """``metrics`` as a storage option (Flask-Limiter's ``storage_options``):
+    each hit of ``limits``' moving window is a decision of the sliding log."""
+    pytest.importorskip("limits")
+    from limits import parse
+    from limits.storage import storage_from_string
+    from limits.strategies import MovingWindowRateLimiter
+
+    import redis_ratelimit_client.limits  # noqa: F401  (registers the scheme)
+
+    storage = storage_from_string(
+        f"redis-ratelimit://127.0.0.1:{module_server.port}", metrics=PrometheusMetrics(registry, top_k=1)
+    )
+    try:
+        limiter = MovingWindowRateLimiter(storage)
+        two = parse("2/minute")
+        assert [limiter.hit(two, "alice") for _ in range(3)] == [True, True, False]
+    finally:
+        storage.close()
+    families, samples = exposition(registry)
+    assert_contract(families)
+    assert counts(samples, "sliding_log") == {
+        "allowed": 2,
+        "refused": 1,
+        "units allowed": 2,
+        "units refused": 1,
+        "calls": 3,
+    }
+    assert backends(samples) == {"module": 1}
+    assert top_refused(samples) == {("sliding_log", "ratelimit:limits:LIMITER/alice/2/1/minute"): 1}

@@ -29,7 +29,9 @@ the URI's query or as keyword arguments (Flask-Limiter's
 ``storage_options``): ``timeout`` (seconds, default 0.25), ``fail_open``
 (default false), ``backend`` (``module``, ``functions``, ``scripts``;
 default: found on first use) and ``key_prefix`` (default
-``ratelimit:limits``); any other keyword goes to redis-py's client, and any
+``ratelimit:limits``); ``metrics`` (keyword only: a
+``redis_ratelimit_client.metrics.PrometheusMetrics``) counts each hit as
+``RateLimits(metrics=...)`` does; any other keyword goes to redis-py's client, and any
 other query option of ``redis-ratelimit://`` to redis-py's ``from_url``.
 See docs/adapters/limits.md.
 """
@@ -110,6 +112,8 @@ class _Setup:
             "timeout": _seconds("timeout", ours.get("timeout", 0.25)),
             "fail_open": _flag("fail_open", ours.get("fail_open", False)),
             "backend": ours.get("backend"),
+            # An object, so a keyword argument only (Flask-Limiter's storage_options).
+            "metrics": options.pop("metrics", None),
         }
         self.redis_options = options
         self.cluster = scheme.endswith("+cluster")
