@@ -393,6 +393,8 @@ export interface RateLimitStoreOptions {
   timeout?: Duration;
   /** The server unreachable: let the request through (default false: increment rejects). */
   failOpen?: boolean;
+  /** as RateLimits takes it: each increment is a decision of the algorithm's limiter */
+  metrics?: PrometheusMetrics;
 }
 
 /** What express-rate-limit reads from a store. */
@@ -451,6 +453,8 @@ export interface FlexibleLimiterOptions {
   backend?: "auto" | Backend;
   /** false only. */
   execEvenly?: boolean;
+  /** as RateLimits takes it */
+  metrics?: PrometheusMetrics;
 }
 
 /** A limiter rate-limiter-flexible accepts wherever it accepts its own (an instance of its RateLimiterCompatibleAbstract): its calls, its RateLimiterRes, its rejections. */

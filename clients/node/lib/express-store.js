@@ -58,9 +58,11 @@ function checkAlgorithm(algorithm, who) {
  *   lets the request through (default false: increment rejects, and
  *   express-rate-limit answers with the error, or lets it through with its
  *   own `passOnStoreError`)
+ * @property {import("./metrics").PrometheusMetrics} [metrics] as RateLimits
+ *   takes it: each increment is a decision of the algorithm's limiter
  */
 
-const STORE_OPTIONS = ["algorithm", "prefix", "backend", "timeout", "failOpen"];
+const STORE_OPTIONS = ["algorithm", "prefix", "backend", "timeout", "failOpen", "metrics"];
 
 const NOT_INITIALIZED = "RateLimitStore: init() was not called: give the store to express-rate-limit's rateLimit({ store })";
 

@@ -45,6 +45,7 @@ function rateLimiterFlexible() {
  * @property {number | string} [timeout] as RateLimits takes it (default 250 ms)
  * @property {"auto" | import("./client").Backend} [backend] as RateLimits takes it
  * @property {boolean} [execEvenly] false only
+ * @property {import("./metrics").PrometheusMetrics} [metrics] as RateLimits takes it
  */
 
 const FLEXIBLE_OPTIONS = [
@@ -58,6 +59,7 @@ const FLEXIBLE_OPTIONS = [
   "timeout",
   "backend",
   "execEvenly",
+  "metrics",
 ];
 
 /** @param {unknown} seconds @param {string} name @param {number} min @returns {number} */
@@ -88,7 +90,7 @@ class FlexibleLimiter {
     const lib = rateLimiterFlexible();
     if (options === null || typeof options !== "object") throw new InvalidParameter("FlexibleLimiter: options must be an object with storeClient, points and duration");
     checkOptions(options, "FlexibleLimiter", FLEXIBLE_OPTIONS);
-    const { storeClient, points, duration, blockDuration = 0, keyPrefix = "rlflx", algorithm = "fixed", timeout, backend, insuranceLimiter } = options;
+    const { storeClient, points, duration, blockDuration = 0, keyPrefix = "rlflx", algorithm = "fixed", timeout, backend, insuranceLimiter, metrics } = options;
     if (storeClient === undefined || storeClient === null) throw new InvalidParameter("FlexibleLimiter: storeClient is not set");
     /** @private */
     this._lib = lib;
@@ -108,7 +110,11 @@ class FlexibleLimiter {
     /** @readonly */
     this.algorithm = checkAlgorithm(algorithm, "FlexibleLimiter");
     /** @readonly */
-    this.limits = new RateLimits(storeClient, { ...(timeout === undefined ? {} : { timeout }), ...(backend === undefined ? {} : { backend }) });
+    this.limits = new RateLimits(storeClient, {
+      ...(timeout === undefined ? {} : { timeout }),
+      ...(backend === undefined ? {} : { backend }),
+      ...(metrics === undefined ? {} : { metrics }),
+    });
     /** @private */
     this._limiter = limiterFor(this.limits, this.algorithm, this.points, this.msDuration);
     /** @private @type {any} */

@@ -17,7 +17,8 @@ const { describe, it, before, after } = require("node:test");
 const express = require("express");
 const Redis = require("ioredis");
 const { Registry } = require("prom-client");
-const { RateLimits, PrometheusMetrics, TopRefused, InvalidParameter, Unavailable, rateLimit } = require("../lib");
+const { RateLimits, PrometheusMetrics, TopRefused, InvalidParameter, Unavailable, rateLimit, RateLimitStore, FlexibleLimiter } = require("../lib");
+const { RateLimiterRes } = require("rate-limiter-flexible");
 const { startServer } = require("./servers");
 
 const CONTRACT = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "..", "contract", "metrics.json"), "utf8"));
@@ -221,6 +222,23 @@ describe("metrics: decisions on real servers", () => {
     const after = (await exposition(register)).samples;
     assert.deepEqual(series(after, "ratelimit_client_backend"), { '{backend="functions"}': 1, '{backend="module"}': 0 });
     assert.equal(counts(after, "api").allowed, 4);
+  });
+
+  it("counts the adapters' decisions: RateLimitStore's increments, FlexibleLimiter's consumes", async () => {
+    const register = new Registry();
+    const metrics = new PrometheusMetrics({ register, topK: 1 });
+    const store = new RateLimitStore(connect(withModule.port), { metrics });
+    store.init({ windowMs: 60_000, limit: 1 });
+    assert.deepEqual([(await store.increment("gina")).totalHits, (await store.increment("gina")).totalHits], [1, 2]);
+    const flexible = new FlexibleLimiter({ storeClient: connect(withModule.port), points: 2, duration: 60, metrics });
+    await flexible.consume("hal");
+    await flexible.consume("hal");
+    await assert.rejects(flexible.consume("hal"), (res) => res instanceof RateLimiterRes);
+    const { families, samples } = await exposition(register);
+    assertContract(families);
+    // Both are fixed windows (the default algorithm): one label, fixed.
+    assert.deepEqual(counts(samples, "fixed"), { allowed: 3, refused: 2, "units allowed": 3, "units refused": 2, calls: 5 });
+    assert.deepEqual(series(samples, "ratelimit_client_top_refused"), { '{identity="rl:rlflx:hal",limit="fixed"}': 2 });
   });
 
   it("records the middleware's identity, not its Redis key", async () => {
