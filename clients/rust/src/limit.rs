@@ -196,6 +196,7 @@ impl Limit {
     }
 
     /// A sliding log: the one kind that records a tag.
+    #[cfg(feature = "axum")]
     pub(crate) fn is_sliding_log(&self) -> bool {
         matches!(self.algorithm, Algorithm::SlidingLog { .. })
     }
@@ -208,6 +209,19 @@ impl Limit {
             Algorithm::Fixed { .. } => Command::Fixed,
             Algorithm::SlidingLog { .. } => Command::SlidingLog,
             Algorithm::SlidingCounter { .. } => Command::SlidingCounter,
+        }
+    }
+
+    /// The algorithm in the words of its constructor (`gcra`,
+    /// `token_bucket`, `fixed_window`, `sliding_log`, `sliding_counter`):
+    /// a limiter's name unless given one.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self.algorithm {
+            Algorithm::Gcra { .. } => "gcra",
+            Algorithm::TokenBucket { .. } => "token_bucket",
+            Algorithm::Fixed { .. } => "fixed_window",
+            Algorithm::SlidingLog { .. } => "sliding_log",
+            Algorithm::SlidingCounter { .. } => "sliding_counter",
         }
     }
 
@@ -490,6 +504,12 @@ impl Take {
     /// knows the call by).
     pub(crate) fn is_plain(&self) -> bool {
         self.n > 0 && !self.peek && self.mode == Mode::Take
+    }
+
+    /// A call that decides on units (the metrics count it): units asked,
+    /// taken (not a peek, a query or a refund).
+    pub(crate) fn is_counted(&self) -> bool {
+        self.n > 0 && !self.peek && self.mode != Mode::Refund
     }
 
     /// The quantity and options after a command's parameters, each checked
