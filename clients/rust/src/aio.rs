@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use redis::{Cmd, Value};
 
 use crate::backend::Backend;
-use crate::call::{self, Plan, Policy, Sender, Who};
+use crate::call::{self, Name, Plan, Policy, Sender, Who};
 use crate::conn::AsyncConnector;
 use crate::error::{is_outage, reply_text};
 use crate::limit::{ConcurrencyLimit, Limit, Take};
@@ -373,7 +373,7 @@ impl<C: AsyncConnector> RateLimits<C> {
             Some(d) => Ok((d, 0)),
             None => self.policy.settle(plan, keys, self.run(plan, keys).await),
         };
-        watch.end(plan, keys, who, &result, self.shared.backend.get().copied());
+        watch.end(plan, keys, who, &result, || self.shared.backend.get().copied());
         result
     }
 
@@ -387,7 +387,7 @@ impl<C: AsyncConnector> RateLimits<C> {
 pub struct Limiter<C: AsyncConnector> {
     limits: RateLimits<C>,
     limit: Limit,
-    name: Arc<str>,
+    name: Name,
 }
 
 impl<C: AsyncConnector> Limiter<C> {
@@ -397,7 +397,7 @@ impl<C: AsyncConnector> Limiter<C> {
         Limiter {
             limits,
             limit,
-            name: name.into(),
+            name: Name::given(name),
         }
     }
 
@@ -489,7 +489,7 @@ impl<C: AsyncConnector> Limiter<C> {
     pub async fn call(&self, key: &str, take: Take) -> Result<Decision, Error> {
         let plan = Plan::rate(&self.limit, &take)?;
         self.limits
-            .decide(&plan, &[key], Who::named(&self.name))
+            .decide(&plan, &[key], Who::named(self.name.as_str()))
             .await
             .map(|(d, _)| d)
     }
@@ -500,7 +500,7 @@ impl<C: AsyncConnector> Limiter<C> {
     pub(crate) async fn call_for(&self, key: &str, take: Take, identity: &str) -> Result<Decision, Error> {
         let plan = Plan::rate(&self.limit, &take)?;
         let who = Who {
-            name: &self.name,
+            name: self.name.as_str(),
             identity: Some(identity),
         };
         self.limits.decide(&plan, &[key], who).await.map(|(d, _)| d)
@@ -544,7 +544,7 @@ impl<C: AsyncConnector> Limiter<C> {
 pub struct AllOf<C: AsyncConnector> {
     limits: RateLimits<C>,
     all: Vec<Limit>,
-    name: Arc<str>,
+    name: Name,
 }
 
 impl<C: AsyncConnector> AllOf<C> {
@@ -554,7 +554,7 @@ impl<C: AsyncConnector> AllOf<C> {
         AllOf {
             limits,
             all,
-            name: name.into(),
+            name: Name::given(name),
         }
     }
 }
@@ -582,7 +582,7 @@ impl<C: AsyncConnector> AllOf<C> {
     pub async fn call(&self, keys: &[&str], take: Take) -> Result<Decision, Error> {
         let plan = Plan::all(&self.all, keys.len(), &take)?;
         self.limits
-            .decide(&plan, keys, Who::named(&self.name))
+            .decide(&plan, keys, Who::named(self.name.as_str()))
             .await
             .map(|(d, _)| d)
     }
@@ -598,7 +598,7 @@ impl<C: AsyncConnector> AllOf<C> {
     ) -> Result<Decision, Error> {
         let plan = Plan::all(&self.all, keys.len(), &take)?;
         let who = Who {
-            name: &self.name,
+            name: self.name.as_str(),
             identity: Some(identity),
         };
         self.limits.decide(&plan, keys, who).await.map(|(d, _)| d)
@@ -631,7 +631,7 @@ impl<C: AsyncConnector> AllOf<C> {
 pub struct Concurrency<C: AsyncConnector> {
     limits: RateLimits<C>,
     limit: ConcurrencyLimit,
-    name: Arc<str>,
+    name: Name,
 }
 
 impl<C: AsyncConnector> Concurrency<C> {
@@ -658,7 +658,10 @@ impl<C: AsyncConnector> Concurrency<C> {
     /// As [`Concurrency::acquire`].
     pub async fn acquire_n(&self, key: &str, n: u64) -> Result<Acquisition<Lease<C>>, Error> {
         let plan = Plan::acquire(&self.limit, n, false)?;
-        let (decision, id) = self.limits.decide(&plan, &[key], Who::named(&self.name)).await?;
+        let (decision, id) = self
+            .limits
+            .decide(&plan, &[key], Who::named(self.name.as_str()))
+            .await?;
         if !decision.allowed {
             return Ok(Acquisition::Refused(decision));
         }
@@ -679,7 +682,7 @@ impl<C: AsyncConnector> Concurrency<C> {
     pub async fn peek(&self, key: &str, n: u64) -> Result<Decision, Error> {
         let plan = Plan::acquire(&self.limit, n, true)?;
         self.limits
-            .decide(&plan, &[key], Who::named(&self.name))
+            .decide(&plan, &[key], Who::named(self.name.as_str()))
             .await
             .map(|(d, _)| d)
     }

@@ -7,6 +7,8 @@
 //! [`Sender`]; the blocking client's sender answers at once, so
 //! [`ready`] runs them to completion without a runtime.
 
+#[cfg(feature = "prometheus")]
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
@@ -308,6 +310,38 @@ impl Policy {
     }
 }
 
+/// A limiter's name: its kind's unless given one (no allocation then).
+#[derive(Clone)]
+pub(crate) enum Name {
+    Kind(&'static str),
+    Given(Arc<str>),
+}
+
+impl Name {
+    pub(crate) fn given(name: &str) -> Name {
+        Name::Given(name.into())
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Name::Kind(name) => name,
+            Name::Given(name) => name,
+        }
+    }
+}
+
+impl From<&'static str> for Name {
+    fn from(name: &'static str) -> Name {
+        Name::Kind(name)
+    }
+}
+
+impl std::fmt::Debug for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_str().fmt(f)
+    }
+}
+
 /// Who a decision is for, as the metrics label it: the limiter's name, and
 /// the identity (the layer's; else the keys given, joined by `,`).
 #[derive(Debug, Clone, Copy)]
@@ -332,7 +366,8 @@ pub(crate) struct Watch<'p>(Option<(&'p crate::metrics::PrometheusMetrics, Insta
 pub(crate) struct Watch<'p>(std::marker::PhantomData<&'p ()>);
 
 impl Watch<'_> {
-    /// Count the call's outcome, on `backend` (the one in use, if found).
+    /// Count the call's outcome, on `backend` (the one in use, if found;
+    /// asked only with metrics).
     #[inline]
     pub(crate) fn end(
         self,
@@ -340,13 +375,17 @@ impl Watch<'_> {
         keys: &[&str],
         who: Who<'_>,
         result: &Result<(Decision, i64), Error>,
-        backend: Option<Backend>,
+        backend: impl FnOnce() -> Option<Backend>,
     ) {
         #[cfg(feature = "prometheus")]
         if let Some((metrics, start)) = self.0 {
-            let identity = || who.identity.map_or_else(|| keys.join(","), str::to_string);
+            let identity = || match (who.identity, keys) {
+                (Some(identity), _) => Cow::Borrowed(identity),
+                (None, [key]) => Cow::Borrowed(*key),
+                (None, keys) => Cow::Owned(keys.join(",")),
+            };
             let result = result.as_ref().map(|(d, _)| *d);
-            metrics.record(start, who.name, identity, plan.asked, &result, backend);
+            metrics.record(start, who.name, identity, plan.asked, &result, backend());
         }
         #[cfg(not(feature = "prometheus"))]
         let _ = (self, plan, keys, who, result, backend);

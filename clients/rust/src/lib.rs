@@ -35,6 +35,10 @@
 //!   [`redis::cluster_async::ClusterConnection`]).
 //! - [`layer::RateLimitLayer`] (feature `axum`, default): a tower layer for
 //!   axum, keyed by client IP or any function of the request.
+//! - `metrics::PrometheusMetrics` (feature `prometheus`, off by default):
+//!   the decisions by limit and outcome, their units and time, the backend
+//!   and the most refused identities ([`TopK`]), in a Prometheus registry
+//!   of yours.
 //!
 //! A client binds [`Limit`]s ([`RateLimits::limiter`]), several limits
 //! decided as one ([`RateLimits::all_of`]) and leases of work in flight
@@ -187,13 +191,13 @@ macro_rules! bound_impls {
             /// printable ASCII, or `"`, `\`, `{` or `}`.
             pub fn named(mut self, name: &str) -> Result<Self, crate::Error> {
                 crate::params::name(name)?;
-                self.name = name.into();
+                self.name = crate::call::Name::given(name);
                 Ok(self)
             }
 
             /// Its name (see [`named`](Self::named)).
             pub fn name(&self) -> &str {
-                &self.name
+                self.name.as_str()
             }
         }
     };

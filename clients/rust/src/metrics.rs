@@ -178,11 +178,11 @@ impl PrometheusMetrics {
     /// Count one call: its outcome (a decision, or an error), from
     /// `start`, by `limit`; `identity` the refused one's, found only for a
     /// refusal.
-    pub(crate) fn record(
+    pub(crate) fn record<'a>(
         &self,
         start: Instant,
         limit: &str,
-        identity: impl FnOnce() -> String,
+        identity: impl FnOnce() -> std::borrow::Cow<'a, str>,
         asked: u64,
         result: &Result<Decision, &Error>,
         backend: Option<Backend>,
@@ -207,14 +207,14 @@ impl PrometheusMetrics {
         }
         if outcome == "refused" {
             let mut top = lock(&inner.top);
-            if let Some(counted) = top.refused(limit, &identity()) {
+            let identity = identity();
+            if let Some(counted) = top.refused(limit, &identity) {
                 if let Some((l, i)) = &counted.replaced {
                     let _ = inner.top_refused.remove_label_values(&[l, i]);
                 }
-                let (l, i) = &counted.pair;
                 inner
                     .top_refused
-                    .with_label_values(&[l, i])
+                    .with_label_values(&[limit, &identity])
                     .set(i64::try_from(counted.count).unwrap_or(i64::MAX));
             }
         }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use redis::{Cmd, Value};
 
 use crate::backend::Backend;
-use crate::call::{self, Plan, Policy, Sender, Who};
+use crate::call::{self, Name, Plan, Policy, Sender, Who};
 use crate::conn::Connector;
 use crate::error::{is_outage, reply_text};
 use crate::limit::{ConcurrencyLimit, Limit, Take};
@@ -334,7 +334,7 @@ impl<C: Connector> RateLimits<C> {
             Some(d) => Ok((d, 0)),
             None => self.policy.settle(plan, keys, self.run(plan, keys)),
         };
-        watch.end(plan, keys, who, &result, self.shared.backend.get().copied());
+        watch.end(plan, keys, who, &result, || self.shared.backend.get().copied());
         result
     }
 
@@ -378,7 +378,7 @@ where
 pub struct Limiter<C: Connector> {
     limits: RateLimits<C>,
     limit: Limit,
-    name: Arc<str>,
+    name: Name,
 }
 
 impl<C: Connector> Limiter<C> {
@@ -475,7 +475,7 @@ impl<C: Connector> Limiter<C> {
     pub fn call(&self, key: &str, take: Take) -> Result<Decision, Error> {
         let plan = Plan::rate(&self.limit, &take)?;
         self.limits
-            .decide(&plan, &[key], Who::named(&self.name))
+            .decide(&plan, &[key], Who::named(self.name.as_str()))
             .map(|(d, _)| d)
     }
 
@@ -562,7 +562,7 @@ impl Prepared {
 pub struct AllOf<C: Connector> {
     limits: RateLimits<C>,
     all: Vec<Limit>,
-    name: Arc<str>,
+    name: Name,
 }
 
 impl<C: Connector> AllOf<C> {
@@ -591,7 +591,7 @@ impl<C: Connector> AllOf<C> {
     pub fn call(&self, keys: &[&str], take: Take) -> Result<Decision, Error> {
         let plan = Plan::all(&self.all, keys.len(), &take)?;
         self.limits
-            .decide(&plan, keys, Who::named(&self.name))
+            .decide(&plan, keys, Who::named(self.name.as_str()))
             .map(|(d, _)| d)
     }
 
@@ -621,7 +621,7 @@ impl<C: Connector> AllOf<C> {
 pub struct Concurrency<C: Connector> {
     limits: RateLimits<C>,
     limit: ConcurrencyLimit,
-    name: Arc<str>,
+    name: Name,
 }
 
 impl<C: Connector> Concurrency<C> {
@@ -647,7 +647,9 @@ impl<C: Connector> Concurrency<C> {
     /// As [`Concurrency::acquire`].
     pub fn acquire_n(&self, key: &str, n: u64) -> Result<Acquisition<Lease<C>>, Error> {
         let plan = Plan::acquire(&self.limit, n, false)?;
-        let (decision, id) = self.limits.decide(&plan, &[key], Who::named(&self.name))?;
+        let (decision, id) = self
+            .limits
+            .decide(&plan, &[key], Who::named(self.name.as_str()))?;
         if !decision.allowed {
             return Ok(Acquisition::Refused(decision));
         }
@@ -669,7 +671,7 @@ impl<C: Connector> Concurrency<C> {
     pub fn peek(&self, key: &str, n: u64) -> Result<Decision, Error> {
         let plan = Plan::acquire(&self.limit, n, true)?;
         self.limits
-            .decide(&plan, &[key], Who::named(&self.name))
+            .decide(&plan, &[key], Who::named(self.name.as_str()))
             .map(|(d, _)| d)
     }
 

@@ -12,15 +12,14 @@ use std::collections::{BTreeMap, HashMap};
 /// A (limit, identity) pair.
 type Pair = (String, String);
 
-/// What one refusal changed among the kept entries: the pair counted, its
-/// count now, and the pair it replaced, if any.
+/// What one refusal changed among the kept entries: the count of the pair
+/// refused, and the pair whose entry it took, if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Counted {
-    /// The pair counted, as `(limit, identity)`.
-    pub pair: (String, String),
-    /// Its count after this refusal.
+    /// The refused pair's count after this refusal.
     pub count: u64,
-    /// The pair no longer kept: its entry went to `pair`.
+    /// The pair no longer kept, as `(limit, identity)`: its entry went to
+    /// the refused pair.
     pub replaced: Option<(String, String)>,
 }
 
@@ -42,8 +41,9 @@ pub struct Counted {
 #[derive(Debug, Clone)]
 pub struct TopK {
     k: usize,
-    /// Each kept pair's count and the instant it was last counted.
-    kept: HashMap<Pair, (u64, u64)>,
+    /// Each kept pair's count and the instant it was last counted, by
+    /// limit then identity (found without building the pair).
+    kept: HashMap<String, HashMap<String, (u64, u64)>>,
     /// The kept pairs by (count, last counted): the first is replaced next.
     order: BTreeMap<(u64, u64), Pair>,
     /// A counter of refusals: each one's instant, distinct.
@@ -55,7 +55,7 @@ impl TopK {
     pub fn new(k: usize) -> TopK {
         TopK {
             k,
-            kept: HashMap::with_capacity(k),
+            kept: HashMap::new(),
             order: BTreeMap::new(),
             clock: 0,
         }
@@ -67,46 +67,49 @@ impl TopK {
     }
 
     /// Count one refusal of `identity` by the limit `limit`: what changed,
-    /// or `None` when `k` is 0.
+    /// or `None` when `k` is 0. A pair already kept costs no allocation.
     pub fn refused(&mut self, limit: &str, identity: &str) -> Option<Counted> {
         if self.k == 0 {
             return None;
         }
         self.clock += 1;
-        let pair = (limit.to_string(), identity.to_string());
-        if let Some(entry) = self.kept.get_mut(&pair) {
-            self.order.remove(&(entry.0, entry.1));
+        if let Some(entry) = self.kept.get_mut(limit).and_then(|m| m.get_mut(identity)) {
+            let pair = self.order.remove(&(entry.0, entry.1))?;
             *entry = (entry.0 + 1, self.clock);
-            self.order.insert(*entry, pair.clone());
+            self.order.insert(*entry, pair);
             return Some(Counted {
                 count: entry.0,
-                pair,
                 replaced: None,
             });
         }
-        let (count, replaced) = if self.kept.len() < self.k {
+        let (count, replaced) = if self.order.len() < self.k {
             (1, None)
         } else {
             let ((least, _), gone) = self.order.pop_first()?;
-            self.kept.remove(&gone);
+            if let Some(identities) = self.kept.get_mut(&gone.0) {
+                identities.remove(&gone.1);
+                if identities.is_empty() {
+                    self.kept.remove(&gone.0);
+                }
+            }
             (least + 1, Some(gone))
         };
-        self.kept.insert(pair.clone(), (count, self.clock));
-        self.order.insert((count, self.clock), pair.clone());
-        Some(Counted {
-            pair,
-            count,
-            replaced,
-        })
+        self.kept
+            .entry(limit.to_string())
+            .or_default()
+            .insert(identity.to_string(), (count, self.clock));
+        self.order
+            .insert((count, self.clock), (limit.to_string(), identity.to_string()));
+        Some(Counted { count, replaced })
     }
 
     /// The kept entries, `(limit, identity, count)`, by limit then
     /// identity.
     pub fn entries(&self) -> Vec<(String, String, u64)> {
         let mut all: Vec<(String, String, u64)> = self
-            .kept
+            .order
             .iter()
-            .map(|((limit, identity), (count, _))| (limit.clone(), identity.clone(), *count))
+            .map(|((count, _), (limit, identity))| (limit.clone(), identity.clone(), *count))
             .collect();
         all.sort();
         all
@@ -147,7 +150,8 @@ mod tests {
         for i in 0..1000 {
             top.refused("api", &i.to_string());
         }
-        assert_eq!(top.kept.len(), 3);
+        assert_eq!(top.kept.len(), 1);
+        assert_eq!(top.kept["api"].len(), 3);
         assert_eq!(top.order.len(), 3);
         // Each of the 1,000 refusals went to one of 3 entries.
         assert_eq!(top.entries().iter().map(|e| e.2).sum::<u64>(), 1000);

@@ -52,7 +52,9 @@ mod exported {
     use axum::Router;
     use prometheus::{Registry, TextEncoder};
     use redis_ratelimit_client::metrics::{PrometheusMetrics, DURATION_BUCKETS, TOP_K_DEFAULT};
-    use redis_ratelimit_client::{aio, layer::RateLimitLayer, Error, Limit, RateLimits, Take};
+    use redis_ratelimit_client::{
+        aio, layer::RateLimitLayer, ConcurrencyLimit, Error, Limit, RateLimits, Take,
+    };
 
     use super::{contract, text};
     use crate::common::http::{app_handler, client_id, get_path, serve};
@@ -168,23 +170,37 @@ mod exported {
             let fixed = limits.limiter(Limit::fixed_window(3, Duration::from_secs(60)).unwrap());
             assert_eq!(fixed.call("user:3", Take::n(5).at_most()).unwrap().granted, 3);
             assert!(!fixed.take_n("user:3", 2).unwrap().allowed);
+            // Leases: an acquire counts, its release does not.
+            let jobs = limits.concurrency(ConcurrencyLimit::new(1, Duration::from_secs(60)).unwrap());
+            let lease = jobs.acquire("job:1").unwrap();
+            assert!(lease.is_granted());
+            assert!(!jobs.acquire("job:1").unwrap().is_granted());
+            drop(lease);
             let scrape = scrape(&registry);
             assert_eq!(
                 samples(&scrape),
                 [
                     format!("ratelimit_client_backend{{backend=\"{backend}\"}} 1"),
                     r#"ratelimit_client_call_duration_seconds_count{limit="api"} 3"#.to_string(),
+                    r#"ratelimit_client_call_duration_seconds_count{limit="concurrency"} 2"#.to_string(),
                     r#"ratelimit_client_call_duration_seconds_count{limit="fixed_window"} 2"#.to_string(),
                     r#"ratelimit_client_decisions_total{limit="api",outcome="allowed"} 2"#.to_string(),
                     r#"ratelimit_client_decisions_total{limit="api",outcome="refused"} 1"#.to_string(),
+                    r#"ratelimit_client_decisions_total{limit="concurrency",outcome="allowed"} 1"#
+                        .to_string(),
+                    r#"ratelimit_client_decisions_total{limit="concurrency",outcome="refused"} 1"#
+                        .to_string(),
                     r#"ratelimit_client_decisions_total{limit="fixed_window",outcome="allowed"} 1"#
                         .to_string(),
                     r#"ratelimit_client_decisions_total{limit="fixed_window",outcome="refused"} 1"#
                         .to_string(),
+                    r#"ratelimit_client_top_refused{identity="job:1",limit="concurrency"} 1"#.to_string(),
                     r#"ratelimit_client_top_refused{identity="user:1",limit="api"} 1"#.to_string(),
                     r#"ratelimit_client_top_refused{identity="user:3",limit="fixed_window"} 1"#.to_string(),
                     r#"ratelimit_client_units_total{limit="api",outcome="allowed"} 2"#.to_string(),
                     r#"ratelimit_client_units_total{limit="api",outcome="refused"} 1"#.to_string(),
+                    r#"ratelimit_client_units_total{limit="concurrency",outcome="allowed"} 1"#.to_string(),
+                    r#"ratelimit_client_units_total{limit="concurrency",outcome="refused"} 1"#.to_string(),
                     r#"ratelimit_client_units_total{limit="fixed_window",outcome="allowed"} 3"#.to_string(),
                     r#"ratelimit_client_units_total{limit="fixed_window",outcome="refused"} 2"#.to_string(),
                 ],
@@ -214,7 +230,9 @@ mod exported {
         let help = contract_families()["ratelimit_client_decisions_total"].1.clone();
         let opts = prometheus::Opts::new("ratelimit_client_decisions_total", help);
         let decisions = prometheus::IntCounterVec::new(opts, &["limit", "outcome"]).unwrap();
-        taken.register(Box::new(decisions)).expect("the first collector was taken out again");
+        taken
+            .register(Box::new(decisions))
+            .expect("the first collector was taken out again");
         let past = PrometheusMetrics::new(&Registry::new(), 10_001).unwrap_err();
         assert_eq!(
             past.to_string(),
