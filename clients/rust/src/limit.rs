@@ -212,28 +212,28 @@ impl Limit {
         }
     }
 
-    /// The algorithm in the words of its constructor (`gcra`,
-    /// `token_bucket`, `fixed_window`, `sliding_log`, `sliding_counter`):
-    /// a limiter's name unless given one.
-    pub(crate) fn kind(&self) -> &'static str {
+    /// The algorithm's two names: its constructor's (`gcra`,
+    /// `token_bucket`, `fixed_window`, `sliding_log`, `sliding_counter`)
+    /// and the one `RL.ALL` takes (`GCRA`, `TOKEN_BUCKET`, ...).
+    fn names(&self) -> (&'static str, &'static str) {
         match self.algorithm {
-            Algorithm::Gcra { .. } => "gcra",
-            Algorithm::TokenBucket { .. } => "token_bucket",
-            Algorithm::Fixed { .. } => "fixed_window",
-            Algorithm::SlidingLog { .. } => "sliding_log",
-            Algorithm::SlidingCounter { .. } => "sliding_counter",
+            Algorithm::Gcra { .. } => ("gcra", "GCRA"),
+            Algorithm::TokenBucket { .. } => ("token_bucket", "TOKEN_BUCKET"),
+            Algorithm::Fixed { .. } => ("fixed_window", "FIXED"),
+            Algorithm::SlidingLog { .. } => ("sliding_log", "SLIDING_LOG"),
+            Algorithm::SlidingCounter { .. } => ("sliding_counter", "SLIDING_COUNTER"),
         }
+    }
+
+    /// The algorithm in the words of its constructor: a limiter's name
+    /// unless given one.
+    pub(crate) fn kind(&self) -> &'static str {
+        self.names().0
     }
 
     /// The name `RL.ALL` takes for this algorithm.
     pub(crate) fn all_name(&self) -> &'static str {
-        match self.algorithm {
-            Algorithm::Gcra { .. } => "GCRA",
-            Algorithm::TokenBucket { .. } => "TOKEN_BUCKET",
-            Algorithm::Fixed { .. } => "FIXED",
-            Algorithm::SlidingLog { .. } => "SLIDING_LOG",
-            Algorithm::SlidingCounter { .. } => "SLIDING_COUNTER",
-        }
+        self.names().1
     }
 
     /// The parameters after the key, durations in ms.
