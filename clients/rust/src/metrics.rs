@@ -14,7 +14,7 @@
 //!
 //! `outcome` is `allowed`, `refused`, `failed_open` (the server
 //! unavailable, the call allowed by the failure policy) or `failed_closed`
-//! (the call answered [`Error::Unavailable`](crate::Error::Unavailable)).
+//! (the call answered [`Error::Unavailable`]).
 //! Units: those granted when allowed, those asked for otherwise.
 //!
 //! ```no_run
