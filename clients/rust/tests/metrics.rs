@@ -214,6 +214,32 @@ mod exported {
     }
 
     #[test]
+    fn an_all_of_is_counted_under_its_name_and_keys() {
+        let server = Server::start(Kind::Module);
+        let registry = Registry::new();
+        let limits = RateLimits::new(server.redis()).metrics(PrometheusMetrics::new(&registry, 10).unwrap());
+        let minute = Duration::from_secs(60);
+        let both = limits
+            .all_of([
+                Limit::sliding_log(1, minute).unwrap(),
+                Limit::fixed_window(5, minute).unwrap(),
+            ])
+            .unwrap();
+        let keys = ["{u:1}:burst", "{u:1}:hourly"];
+        assert!(both.take(&keys).unwrap().allowed);
+        assert!(!both.take(&keys).unwrap().allowed);
+        let scrape = scrape(&registry);
+        let samples = samples(&scrape);
+        assert!(
+            samples.contains(
+                &r#"ratelimit_client_top_refused{identity="{u:1}:burst,{u:1}:hourly",limit="all_of"} 1"#
+            ),
+            "{scrape}"
+        );
+        assert!(samples.contains(&r#"ratelimit_client_decisions_total{limit="all_of",outcome="refused"} 1"#));
+    }
+
+    #[test]
     fn a_second_registration_and_a_top_k_past_its_cap_are_refused() {
         let registry = Registry::new();
         PrometheusMetrics::new(&registry, 10).unwrap();
