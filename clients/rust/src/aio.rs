@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use redis::{Cmd, Value};
 
 use crate::backend::Backend;
-use crate::call::{self, Plan, Policy, Sender};
+use crate::call::{self, Name, Plan, Policy, Sender, Who};
 use crate::conn::AsyncConnector;
 use crate::error::{is_outage, reply_text};
 use crate::limit::{ConcurrencyLimit, Limit, Take};
@@ -239,6 +239,7 @@ impl<C: AsyncConnector> RateLimits<C> {
         Limiter {
             limits: self.clone(),
             limit,
+            name: limit.kind().into(),
         }
     }
 
@@ -256,6 +257,7 @@ impl<C: AsyncConnector> RateLimits<C> {
         Ok(AllOf {
             limits: self.clone(),
             all: crate::sync::all_of(limits)?,
+            name: crate::sync::ALL_OF.into(),
         })
     }
 
@@ -264,6 +266,7 @@ impl<C: AsyncConnector> RateLimits<C> {
         Concurrency {
             limits: self.clone(),
             limit,
+            name: crate::sync::CONCURRENCY.into(),
         }
     }
 
@@ -363,13 +366,15 @@ impl<C: AsyncConnector> RateLimits<C> {
 
     /// A decision: remembered locally, or the server's, or the failure
     /// policy's.
-    async fn decide(&self, plan: &Plan, keys: &[&str]) -> Result<(Decision, i64), Error> {
+    async fn decide(&self, plan: &Plan, keys: &[&str], who: Who<'_>) -> Result<(Decision, i64), Error> {
         call::check_keys(keys)?;
-        if let Some(d) = self.policy.recall(plan, keys) {
-            return Ok((d, 0));
-        }
-        let outcome = self.run(plan, keys).await;
-        self.policy.settle(plan, keys, outcome)
+        let watch = self.policy.watch(plan);
+        let result = match self.policy.recall(plan, keys) {
+            Some(d) => Ok((d, 0)),
+            None => self.policy.settle(plan, keys, self.run(plan, keys).await),
+        };
+        watch.end(plan, keys, who, &result, || self.shared.backend.get().copied());
+        result
     }
 
     /// One PEEK of one unit: what the server refuses is raised.
@@ -382,9 +387,20 @@ impl<C: AsyncConnector> RateLimits<C> {
 pub struct Limiter<C: AsyncConnector> {
     limits: RateLimits<C>,
     limit: Limit,
+    name: Name,
 }
 
 impl<C: AsyncConnector> Limiter<C> {
+    /// The layer's: its limit and its name.
+    #[cfg(feature = "axum")]
+    pub(crate) fn from_parts(limits: RateLimits<C>, limit: Limit, name: &str) -> Limiter<C> {
+        Limiter {
+            limits,
+            limit,
+            name: Name::given(name),
+        }
+    }
+
     /// The limit this limiter applies.
     pub fn limit(&self) -> &Limit {
         &self.limit
@@ -472,7 +488,22 @@ impl<C: AsyncConnector> Limiter<C> {
     /// `BLOCK` duration that is not whole milliseconds.
     pub async fn call(&self, key: &str, take: Take) -> Result<Decision, Error> {
         let plan = Plan::rate(&self.limit, &take)?;
-        self.limits.decide(&plan, &[key]).await.map(|(d, _)| d)
+        self.limits
+            .decide(&plan, &[key], Who::named(self.name.as_str()))
+            .await
+            .map(|(d, _)| d)
+    }
+
+    /// [`Limiter::call`] for `identity` (the layer's), as the metrics
+    /// count it.
+    #[cfg(feature = "axum")]
+    pub(crate) async fn call_for(&self, key: &str, take: Take, identity: &str) -> Result<Decision, Error> {
+        let plan = Plan::rate(&self.limit, &take)?;
+        let who = Who {
+            name: self.name.as_str(),
+            identity: Some(identity),
+        };
+        self.limits.decide(&plan, &[key], who).await.map(|(d, _)| d)
     }
 
     /// Whether the server accepts this limiter; see
@@ -513,12 +544,18 @@ impl<C: AsyncConnector> Limiter<C> {
 pub struct AllOf<C: AsyncConnector> {
     limits: RateLimits<C>,
     all: Vec<Limit>,
+    name: Name,
 }
 
 impl<C: AsyncConnector> AllOf<C> {
+    /// The layer's: its limits, named as one.
     #[cfg(feature = "axum")]
-    pub(crate) fn from_parts(limits: RateLimits<C>, all: Vec<Limit>) -> AllOf<C> {
-        AllOf { limits, all }
+    pub(crate) fn from_parts(limits: RateLimits<C>, all: Vec<Limit>, name: &str) -> AllOf<C> {
+        AllOf {
+            limits,
+            all,
+            name: Name::given(name),
+        }
     }
 }
 
@@ -544,7 +581,27 @@ impl<C: AsyncConnector> AllOf<C> {
     /// As [`crate::AllOf::take`].
     pub async fn call(&self, keys: &[&str], take: Take) -> Result<Decision, Error> {
         let plan = Plan::all(&self.all, keys.len(), &take)?;
-        self.limits.decide(&plan, keys).await.map(|(d, _)| d)
+        self.limits
+            .decide(&plan, keys, Who::named(self.name.as_str()))
+            .await
+            .map(|(d, _)| d)
+    }
+
+    /// [`AllOf::call`] for `identity` (the layer's), as the metrics count
+    /// it.
+    #[cfg(feature = "axum")]
+    pub(crate) async fn call_for(
+        &self,
+        keys: &[&str],
+        take: Take,
+        identity: &str,
+    ) -> Result<Decision, Error> {
+        let plan = Plan::all(&self.all, keys.len(), &take)?;
+        let who = Who {
+            name: self.name.as_str(),
+            identity: Some(identity),
+        };
+        self.limits.decide(&plan, keys, who).await.map(|(d, _)| d)
     }
 
     /// Whether the server accepts these limiters; see
@@ -574,6 +631,7 @@ impl<C: AsyncConnector> AllOf<C> {
 pub struct Concurrency<C: AsyncConnector> {
     limits: RateLimits<C>,
     limit: ConcurrencyLimit,
+    name: Name,
 }
 
 impl<C: AsyncConnector> Concurrency<C> {
@@ -600,7 +658,10 @@ impl<C: AsyncConnector> Concurrency<C> {
     /// As [`Concurrency::acquire`].
     pub async fn acquire_n(&self, key: &str, n: u64) -> Result<Acquisition<Lease<C>>, Error> {
         let plan = Plan::acquire(&self.limit, n, false)?;
-        let (decision, id) = self.limits.decide(&plan, &[key]).await?;
+        let (decision, id) = self
+            .limits
+            .decide(&plan, &[key], Who::named(self.name.as_str()))
+            .await?;
         if !decision.allowed {
             return Ok(Acquisition::Refused(decision));
         }
@@ -620,7 +681,10 @@ impl<C: AsyncConnector> Concurrency<C> {
     /// As [`Concurrency::acquire`].
     pub async fn peek(&self, key: &str, n: u64) -> Result<Decision, Error> {
         let plan = Plan::acquire(&self.limit, n, true)?;
-        self.limits.decide(&plan, &[key]).await.map(|(d, _)| d)
+        self.limits
+            .decide(&plan, &[key], Who::named(self.name.as_str()))
+            .await
+            .map(|(d, _)| d)
     }
 
     /// Whether the server accepts this limit; see

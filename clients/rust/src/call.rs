@@ -7,6 +7,8 @@
 //! [`Sender`]; the blocking client's sender answers at once, so
 //! [`ready`] runs them to completion without a runtime.
 
+#[cfg(feature = "prometheus")]
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
@@ -34,6 +36,10 @@ pub(crate) struct Plan {
     limit: u64,
     /// A refusal of this call may be remembered (a plain take).
     plain: bool,
+    /// The metrics count this call: it takes units (not a peek, a query,
+    /// a refund, a reading).
+    #[cfg_attr(not(feature = "prometheus"), allow(dead_code))]
+    counted: bool,
 }
 
 /// Every key non-empty.
@@ -56,6 +62,7 @@ impl Plan {
             asked: take.units(),
             limit: limit.limit(),
             plain: take.is_plain(),
+            counted: take.is_counted(),
         })
     }
 
@@ -84,6 +91,7 @@ impl Plan {
             asked: take.units(),
             limit: limits.first().map_or(0, Limit::limit),
             plain: take.is_plain(),
+            counted: take.is_counted(),
         })
     }
 
@@ -104,6 +112,7 @@ impl Plan {
             asked: n,
             limit: limit.limit,
             plain: false,
+            counted: n > 0 && !peek,
         })
     }
 
@@ -119,6 +128,7 @@ impl Plan {
             asked: 0,
             limit: 0,
             plain: false,
+            counted: false,
         })
     }
 
@@ -134,6 +144,7 @@ impl Plan {
             asked: 0,
             limit: 0,
             plain: false,
+            counted: false,
         })
     }
 
@@ -166,6 +177,7 @@ impl Plan {
             asked: 0,
             limit: 0,
             plain: false,
+            counted: false,
         }
     }
 
@@ -203,6 +215,8 @@ pub(crate) struct Policy {
     pub(crate) timeout: Duration,
     pub(crate) fail_open: bool,
     memory: Option<Arc<Mutex<Memory>>>,
+    #[cfg(feature = "prometheus")]
+    pub(crate) metrics: Option<crate::metrics::PrometheusMetrics>,
 }
 
 /// The default deadline of every call.
@@ -214,6 +228,8 @@ impl Default for Policy {
             timeout: DEFAULT_TIMEOUT,
             fail_open: false,
             memory: None,
+            #[cfg(feature = "prometheus")]
+            metrics: None,
         }
     }
 }
@@ -230,6 +246,26 @@ impl Policy {
         self.memory =
             (n > 0).then(|| Arc::new(Mutex::new(Memory::new(usize::try_from(n).unwrap_or(usize::MAX)))));
         Ok(self)
+    }
+
+    /// Start timing a call the metrics count; nothing (one `Option`
+    /// check) without metrics.
+    #[inline]
+    pub(crate) fn watch(&self, plan: &Plan) -> Watch<'_> {
+        #[cfg(feature = "prometheus")]
+        {
+            Watch(
+                self.metrics
+                    .as_ref()
+                    .filter(|_| plan.counted)
+                    .map(|m| (m, Instant::now())),
+            )
+        }
+        #[cfg(not(feature = "prometheus"))]
+        {
+            let _ = plan;
+            Watch(std::marker::PhantomData)
+        }
     }
 
     fn memory(&self) -> Option<std::sync::MutexGuard<'_, Memory>> {
@@ -271,6 +307,88 @@ impl Policy {
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+/// A limiter's name: its kind's unless given one (no allocation then).
+#[derive(Clone)]
+pub(crate) enum Name {
+    Kind(&'static str),
+    Given(Arc<str>),
+}
+
+impl Name {
+    pub(crate) fn given(name: &str) -> Name {
+        Name::Given(name.into())
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Name::Kind(name) => name,
+            Name::Given(name) => name,
+        }
+    }
+}
+
+impl From<&'static str> for Name {
+    fn from(name: &'static str) -> Name {
+        Name::Kind(name)
+    }
+}
+
+impl std::fmt::Debug for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_str().fmt(f)
+    }
+}
+
+/// Who a decision is for, as the metrics label it: the limiter's name, and
+/// the identity (the layer's; else the keys given, joined by `,`).
+#[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "prometheus"), allow(dead_code))]
+pub(crate) struct Who<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) identity: Option<&'a str>,
+}
+
+impl<'a> Who<'a> {
+    pub(crate) fn named(name: &'a str) -> Who<'a> {
+        Who { name, identity: None }
+    }
+}
+
+/// A call being timed for the metrics ([`Policy::watch`]).
+#[cfg(feature = "prometheus")]
+pub(crate) struct Watch<'p>(Option<(&'p crate::metrics::PrometheusMetrics, Instant)>);
+
+/// Nothing to time without the metrics.
+#[cfg(not(feature = "prometheus"))]
+pub(crate) struct Watch<'p>(std::marker::PhantomData<&'p ()>);
+
+impl Watch<'_> {
+    /// Count the call's outcome, on `backend` (the one in use, if found;
+    /// asked only with metrics).
+    #[inline]
+    pub(crate) fn end(
+        self,
+        plan: &Plan,
+        keys: &[&str],
+        who: Who<'_>,
+        result: &Result<(Decision, i64), Error>,
+        backend: impl FnOnce() -> Option<Backend>,
+    ) {
+        #[cfg(feature = "prometheus")]
+        if let Some((metrics, start)) = self.0 {
+            let identity = || match (who.identity, keys) {
+                (Some(identity), _) => Cow::Borrowed(identity),
+                (None, [key]) => Cow::Borrowed(*key),
+                (None, keys) => Cow::Owned(keys.join(",")),
+            };
+            let result = result.as_ref().map(|(d, _)| *d);
+            metrics.record(start, who.name, identity, plan.asked, &result, backend());
+        }
+        #[cfg(not(feature = "prometheus"))]
+        let _ = (self, plan, keys, who, result, backend);
     }
 }
 
@@ -480,6 +598,19 @@ macro_rules! policy_options {
         pub fn local_refusals(mut self, n: u64) -> Result<Self, crate::Error> {
             self.policy = self.policy.local_refusals(n)?;
             Ok(self)
+        }
+
+        /// Count this client's decisions in `metrics` (feature
+        /// `prometheus`): each call that takes units (a take, a force, a
+        /// wait, an at most, an acquire; not a peek, a query, a refund or
+        /// a reading) by its limiter's name and outcome, its units and
+        /// its time, the backend in use, and the top refused identities.
+        /// Clones made after share them. Without metrics, a call costs one
+        /// `Option` check more.
+        #[cfg(feature = "prometheus")]
+        pub fn metrics(mut self, metrics: crate::metrics::PrometheusMetrics) -> Self {
+            self.policy.metrics = Some(metrics);
+            self
         }
     };
 }

@@ -81,12 +81,13 @@ enum Decide<C: AsyncConnector> {
 }
 
 impl<C: AsyncConnector> Decide<C> {
-    async fn call(&self, keys: &[String], take: Take) -> Result<Decision, Error> {
+    /// A call for `identity`, on its `keys`.
+    async fn call(&self, identity: &str, keys: &[String], take: Take) -> Result<Decision, Error> {
         match self {
-            Decide::One(limiter) => limiter.call(&keys[0], take).await,
+            Decide::One(limiter) => limiter.call_for(&keys[0], take, identity).await,
             Decide::All(all) => {
                 let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-                all.call(&keys, take).await
+                all.call_for(&keys, take, identity).await
             }
         }
     }
@@ -296,8 +297,13 @@ impl<C: AsyncConnector> RateLimitLayer<C> {
             None => self.limits.clone(),
         };
         let decide = match &self.policies[..] {
-            [(_, limit)] => Decide::One(limits.limiter(*limit)),
-            many => Decide::All(AllOf::from_parts(limits, many.iter().map(|(_, l)| *l).collect())),
+            [(name, limit)] => Decide::One(Limiter::from_parts(limits, *limit, name)),
+            many => {
+                // The metrics' `limit` label: the names joined by `+`.
+                let name: Vec<&str> = many.iter().map(|(n, _)| n.as_str()).collect();
+                let all = many.iter().map(|(_, l)| *l).collect();
+                Decide::All(AllOf::from_parts(limits, all, &name.join("+")))
+            }
         };
         let pairs: Vec<(&str, &Limit)> = self.policies.iter().map(|(n, l)| (n.as_str(), l)).collect();
         Config {
@@ -420,7 +426,7 @@ where
                 Some(tag) => Take::one().tag(tag),
                 None => Take::one(),
             };
-            let decision = match config.decide.call(&keys, take).await {
+            let decision = match config.decide.call(&key, &keys, take).await {
                 Ok(decision) => decision,
                 Err(e) if e.is_unavailable() => {
                     // Failing closed (failing open, the client answered a
@@ -457,7 +463,7 @@ where
             {
                 // Headers of the state after the refund; if it fails, the
                 // unit stays taken and the headers say so.
-                if let Ok(refunded) = config.decide.call(&keys, Take::one().refund()).await {
+                if let Ok(refunded) = config.decide.call(&key, &keys, Take::one().refund()).await {
                     shown = refunded;
                 }
             }

@@ -35,6 +35,10 @@
 //!   [`redis::cluster_async::ClusterConnection`]).
 //! - [`layer::RateLimitLayer`] (feature `axum`, default): a tower layer for
 //!   axum, keyed by client IP or any function of the request.
+//! - `metrics::PrometheusMetrics` (feature `prometheus`, off by default):
+//!   the decisions by limit and outcome, their units and time, the backend
+//!   and the most refused identities ([`TopK`]), in a Prometheus registry
+//!   of yours.
 //!
 //! A client binds [`Limit`]s ([`RateLimits::limiter`]), several limits
 //! decided as one ([`RateLimits::all_of`]) and leases of work in flight
@@ -98,10 +102,13 @@ mod error;
 pub mod headers;
 mod limit;
 mod memory;
+#[cfg(feature = "prometheus")]
+pub mod metrics;
 mod params;
 mod reading;
 mod scripts;
 mod sync;
+mod topk;
 mod transport;
 
 #[cfg(feature = "tokio")]
@@ -119,6 +126,7 @@ pub use limit::{ConcurrencyLimit, Limit, Take};
 pub use reading::{Inspection, LogEntry, TagUnits};
 pub use scripts::scripts_from_library;
 pub use sync::{AllOf, Concurrency, Lease, Limiter, Prepared, RateLimits};
+pub use topk::{Counted, TopK};
 
 /// The answer to a lease request: the lease, or the refusal.
 #[derive(Debug)]
@@ -144,8 +152,8 @@ impl<L> Acquisition<L> {
     }
 }
 
-/// `Clone` and `Debug` for the types bound to a client, whatever the
-/// connection's own traits.
+/// `Clone`, `Debug` and the name of the types bound to a client, whatever
+/// the connection's own traits.
 macro_rules! bound_impls {
     ($bound:path, $name:ident { $limits:ident, $field:ident }) => {
         impl<C: $bound> Clone for $name<C> {
@@ -153,6 +161,7 @@ macro_rules! bound_impls {
                 $name {
                     $limits: self.$limits.clone(),
                     $field: self.$field.clone(),
+                    name: self.name.clone(),
                 }
             }
         }
@@ -161,7 +170,34 @@ macro_rules! bound_impls {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.debug_struct(stringify!($name))
                     .field(stringify!($field), &self.$field)
+                    .field("name", &self.name)
                     .finish_non_exhaustive()
+            }
+        }
+
+        impl<C: $bound> $name<C> {
+            /// The same, named `name`: the `limit` label of its metrics
+            /// (feature `prometheus`). Unnamed, a limiter is named after
+            /// its algorithm (`gcra`, `token_bucket`, `fixed_window`,
+            /// `sliding_log`, `sliding_counter`), several as one
+            /// `all_of`, leases `concurrency`; the layer names them as it
+            /// does its limits (several: joined by `+`). The name changes
+            /// no key and nothing sent.
+            ///
+            /// # Errors
+            ///
+            /// [`Error::InvalidParameter`](crate::Error::InvalidParameter)
+            /// (`name`) for an empty name, or one with anything but
+            /// printable ASCII, or `"`, `\`, `{` or `}`.
+            pub fn named(mut self, name: &str) -> Result<Self, crate::Error> {
+                crate::params::name(name)?;
+                self.name = crate::call::Name::given(name);
+                Ok(self)
+            }
+
+            /// Its name (see [`named`](Self::named)).
+            pub fn name(&self) -> &str {
+                self.name.as_str()
             }
         }
     };

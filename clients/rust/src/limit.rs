@@ -196,6 +196,7 @@ impl Limit {
     }
 
     /// A sliding log: the one kind that records a tag.
+    #[cfg(feature = "axum")]
     pub(crate) fn is_sliding_log(&self) -> bool {
         matches!(self.algorithm, Algorithm::SlidingLog { .. })
     }
@@ -211,15 +212,28 @@ impl Limit {
         }
     }
 
+    /// The algorithm's two names: its constructor's (`gcra`,
+    /// `token_bucket`, `fixed_window`, `sliding_log`, `sliding_counter`)
+    /// and the one `RL.ALL` takes (`GCRA`, `TOKEN_BUCKET`, ...).
+    fn names(&self) -> (&'static str, &'static str) {
+        match self.algorithm {
+            Algorithm::Gcra { .. } => ("gcra", "GCRA"),
+            Algorithm::TokenBucket { .. } => ("token_bucket", "TOKEN_BUCKET"),
+            Algorithm::Fixed { .. } => ("fixed_window", "FIXED"),
+            Algorithm::SlidingLog { .. } => ("sliding_log", "SLIDING_LOG"),
+            Algorithm::SlidingCounter { .. } => ("sliding_counter", "SLIDING_COUNTER"),
+        }
+    }
+
+    /// The algorithm in the words of its constructor: a limiter's name
+    /// unless given one.
+    pub(crate) fn kind(&self) -> &'static str {
+        self.names().0
+    }
+
     /// The name `RL.ALL` takes for this algorithm.
     pub(crate) fn all_name(&self) -> &'static str {
-        match self.algorithm {
-            Algorithm::Gcra { .. } => "GCRA",
-            Algorithm::TokenBucket { .. } => "TOKEN_BUCKET",
-            Algorithm::Fixed { .. } => "FIXED",
-            Algorithm::SlidingLog { .. } => "SLIDING_LOG",
-            Algorithm::SlidingCounter { .. } => "SLIDING_COUNTER",
-        }
+        self.names().1
     }
 
     /// The parameters after the key, durations in ms.
@@ -490,6 +504,12 @@ impl Take {
     /// knows the call by).
     pub(crate) fn is_plain(&self) -> bool {
         self.n > 0 && !self.peek && self.mode == Mode::Take
+    }
+
+    /// A call that decides on units (the metrics count it): units asked,
+    /// taken (not a peek, a query or a refund).
+    pub(crate) fn is_counted(&self) -> bool {
+        self.n > 0 && !self.peek && self.mode != Mode::Refund
     }
 
     /// The quantity and options after a command's parameters, each checked

@@ -98,8 +98,8 @@ pub(crate) fn key(key: &str) -> Result<(), Error> {
     }
 }
 
-/// A limit's name, as the middleware's keys and headers carry it.
-#[cfg(feature = "axum")]
+/// A limit's name, as the middleware's keys and headers and the metrics'
+/// labels carry it.
 pub(crate) fn name(name: &str) -> Result<(), Error> {
     let printable = |c: char| c.is_ascii_graphic() || c == ' ';
     if name.is_empty()
@@ -153,7 +153,6 @@ mod tests {
         );
     }
 
-    #[cfg(feature = "axum")]
     #[test]
     fn names() {
         assert!(name("api v2").is_ok());

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use redis::{Cmd, Value};
 
 use crate::backend::Backend;
-use crate::call::{self, Plan, Policy, Sender};
+use crate::call::{self, Name, Plan, Policy, Sender, Who};
 use crate::conn::Connector;
 use crate::error::{is_outage, reply_text};
 use crate::limit::{ConcurrencyLimit, Limit, Take};
@@ -180,6 +180,7 @@ impl<C: Connector> RateLimits<C> {
         Limiter {
             limits: self.clone(),
             limit,
+            name: limit.kind().into(),
         }
     }
 
@@ -200,6 +201,7 @@ impl<C: Connector> RateLimits<C> {
         Ok(AllOf {
             limits: self.clone(),
             all: all_of(limits)?,
+            name: ALL_OF.into(),
         })
     }
 
@@ -208,6 +210,7 @@ impl<C: Connector> RateLimits<C> {
         Concurrency {
             limits: self.clone(),
             limit,
+            name: CONCURRENCY.into(),
         }
     }
 
@@ -324,13 +327,15 @@ impl<C: Connector> RateLimits<C> {
 
     /// A decision: remembered locally, or the server's, or the failure
     /// policy's.
-    fn decide(&self, plan: &Plan, keys: &[&str]) -> Result<(Decision, i64), Error> {
+    fn decide(&self, plan: &Plan, keys: &[&str], who: Who<'_>) -> Result<(Decision, i64), Error> {
         call::check_keys(keys)?;
-        if let Some(d) = self.policy.recall(plan, keys) {
-            return Ok((d, 0));
-        }
-        let outcome = self.run(plan, keys);
-        self.policy.settle(plan, keys, outcome)
+        let watch = self.policy.watch(plan);
+        let result = match self.policy.recall(plan, keys) {
+            Some(d) => Ok((d, 0)),
+            None => self.policy.settle(plan, keys, self.run(plan, keys)),
+        };
+        watch.end(plan, keys, who, &result, || self.shared.backend.get().copied());
+        result
     }
 
     /// One PEEK of one unit: what the server refuses (a cap, a range, a
@@ -339,6 +344,12 @@ impl<C: Connector> RateLimits<C> {
         plan.decision(&self.run(plan, keys)?).map(drop)
     }
 }
+
+/// The name of an `all_of` unless given one (the metrics' `limit` label).
+pub(crate) const ALL_OF: &str = "all_of";
+
+/// The name of leases unless given one.
+pub(crate) const CONCURRENCY: &str = "concurrency";
 
 /// The limits of an `all_of`: 1 to 100.
 pub(crate) fn all_of<I>(limits: I) -> Result<Vec<Limit>, Error>
@@ -367,6 +378,7 @@ where
 pub struct Limiter<C: Connector> {
     limits: RateLimits<C>,
     limit: Limit,
+    name: Name,
 }
 
 impl<C: Connector> Limiter<C> {
@@ -462,7 +474,9 @@ impl<C: Connector> Limiter<C> {
     /// `BLOCK` duration that is not whole milliseconds.
     pub fn call(&self, key: &str, take: Take) -> Result<Decision, Error> {
         let plan = Plan::rate(&self.limit, &take)?;
-        self.limits.decide(&plan, &[key]).map(|(d, _)| d)
+        self.limits
+            .decide(&plan, &[key], Who::named(self.name.as_str()))
+            .map(|(d, _)| d)
     }
 
     /// Whether the server accepts this limiter: one `PEEK` of one unit on
@@ -548,6 +562,7 @@ impl Prepared {
 pub struct AllOf<C: Connector> {
     limits: RateLimits<C>,
     all: Vec<Limit>,
+    name: Name,
 }
 
 impl<C: Connector> AllOf<C> {
@@ -575,7 +590,9 @@ impl<C: Connector> AllOf<C> {
     /// As [`AllOf::take`].
     pub fn call(&self, keys: &[&str], take: Take) -> Result<Decision, Error> {
         let plan = Plan::all(&self.all, keys.len(), &take)?;
-        self.limits.decide(&plan, keys).map(|(d, _)| d)
+        self.limits
+            .decide(&plan, keys, Who::named(self.name.as_str()))
+            .map(|(d, _)| d)
     }
 
     /// Whether the server accepts these limiters: one `PEEK` of one unit
@@ -604,6 +621,7 @@ impl<C: Connector> AllOf<C> {
 pub struct Concurrency<C: Connector> {
     limits: RateLimits<C>,
     limit: ConcurrencyLimit,
+    name: Name,
 }
 
 impl<C: Connector> Concurrency<C> {
@@ -629,7 +647,9 @@ impl<C: Connector> Concurrency<C> {
     /// As [`Concurrency::acquire`].
     pub fn acquire_n(&self, key: &str, n: u64) -> Result<Acquisition<Lease<C>>, Error> {
         let plan = Plan::acquire(&self.limit, n, false)?;
-        let (decision, id) = self.limits.decide(&plan, &[key])?;
+        let (decision, id) = self
+            .limits
+            .decide(&plan, &[key], Who::named(self.name.as_str()))?;
         if !decision.allowed {
             return Ok(Acquisition::Refused(decision));
         }
@@ -650,7 +670,9 @@ impl<C: Connector> Concurrency<C> {
     /// As [`Concurrency::acquire`].
     pub fn peek(&self, key: &str, n: u64) -> Result<Decision, Error> {
         let plan = Plan::acquire(&self.limit, n, true)?;
-        self.limits.decide(&plan, &[key]).map(|(d, _)| d)
+        self.limits
+            .decide(&plan, &[key], Who::named(self.name.as_str()))
+            .map(|(d, _)| d)
     }
 
     /// Whether the server accepts this limit: one `PEEK` of one unit on

@@ -10,24 +10,15 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use common::fake::{Answer, Fake, Resp, Step};
-use common::{Kind, Server};
+use common::{contract, Kind, Server};
 use redis_ratelimit_client::{
     aio, library_source, scripts_from_library, Acquisition, ConcurrencyLimit, Decision, Error, Inspection,
     Limit, LogEntry, RateLimits, TagUnits, Take, VERSION,
 };
 use serde_json::{json, Value as Json};
-
-fn contract(file: &str) -> Json {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../contract")
-        .join(file);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 fn cases<'a>(doc: &'a Json, field: &str) -> &'a Vec<Json> {
     doc[field].as_array().unwrap_or_else(|| panic!("no {field}"))

@@ -9,7 +9,7 @@
 
 mod common;
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use axum::routing::get;
@@ -232,16 +232,7 @@ async fn connections_dropped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_port_that_never_answers() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    // Accepts, holds, never answers (the kernel accepts into the backlog
-    // even before this thread does).
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for stream in listener.incoming() {
-            held.push(stream);
-        }
-    });
+    let port = common::black_hole();
     let c = Clients::new(&format!("redis://127.0.0.1:{port}/")).await;
     policy_holds(&c, "black-holed", Some(&deadline_words())).await;
 }

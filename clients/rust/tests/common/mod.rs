@@ -54,6 +54,15 @@ pub fn module_path() -> PathBuf {
     deps.parent().unwrap_or(deps).join("libredis_ratelimit.so")
 }
 
+/// A file of the clients' contract (`clients/contract/<file>`), read now.
+pub fn contract(file: &str) -> serde_json::Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../contract")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// The repository's `functions/` (the source the package copies).
 pub fn repository_functions() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../functions")
@@ -349,6 +358,21 @@ impl Cluster {
     pub fn urls(&self) -> Vec<String> {
         self.nodes.iter().map(Server::url).collect()
     }
+}
+
+/// A loopback port that accepts connections, holds them and never
+/// answers (the kernel accepts into the backlog even before the holding
+/// thread does): a black-holed server.
+pub fn black_hole() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    port
 }
 
 /// Milliseconds elapsed since `start`, rounded up: a bound on the server
