@@ -204,7 +204,8 @@ class Decider {
   _take(keys, n, options, failOpen, identity, failsOpen = failOpen) {
     const decided = this._decide(keys, n, options, failOpen);
     const metrics = this._limits.metrics;
-    if (metrics === null) return decided;
+    // A decision takes units: a query (n 0), a peek or a refund is not one.
+    if (metrics === null || n === 0 || options?.peek === true || options?.refund === true) return decided;
     return metrics.measure(decided, this._limits, this.metricName, keys, n, identity, failsOpen);
   }
 
@@ -381,7 +382,10 @@ function window(limits, fn, options) {
   const { limit, window: span, name } = limiterOptions(WINDOW_KINDS[fn], options, ["limit", "window", "name"]);
   const most = toInt(limit, "limit", 1, fn === "sliding_log" ? MAX_SETTING : MAX_COUNT);
   const ms = toMs(span, "window", 1, MAX_MS);
-  return new Limiter(limits, fn, [most, ms], policyName(name, fn), most, ms);
+  const limiter = new Limiter(limits, fn, [most, ms], policyName(name, fn), most, ms);
+  // Unnamed, its metrics' label is its kind as every client names it (fixed_window).
+  if (name === undefined) limiter.metricName = WINDOW_KINDS[fn];
+  return limiter;
 }
 
 /** Several limiters, one decision (RL.ALL); `take` gets one key per limiter, in order. */
@@ -539,7 +543,7 @@ class Concurrency {
   acquire(key, n = 1, options) {
     const leased = this._acquire(checkKey(key), n, options, this._limits.failOpen);
     const metrics = this._limits.metrics;
-    if (metrics === null) return leased;
+    if (metrics === null || options?.peek === true) return leased;
     return metrics.measure(leased, this._limits, this.name, [key], n, undefined, this._limits.failOpen);
   }
 

@@ -265,7 +265,7 @@ for (const setup of SETUPS) {
         message: 'RateLimitStore: algorithm must be one of "fixed", "sliding_log", "sliding_counter", "gcra", "token_bucket", got "leaky_bucket"',
       });
       assert.throws(() => new RateLimitStore(conn.client, /** @type {any} */ ({ limit: 5 })), {
-        message: "RateLimitStore: unknown option 'limit' (expected algorithm, prefix, backend, timeout, failOpen)",
+        message: "RateLimitStore: unknown option 'limit' (expected algorithm, prefix, backend, timeout, failOpen, metrics)",
       });
       const store = new RateLimitStore(conn.client);
       await assert.rejects(store.increment("k"), {

@@ -236,9 +236,24 @@ describe("metrics: decisions on real servers", () => {
     await assert.rejects(flexible.consume("hal"), (res) => res instanceof RateLimiterRes);
     const { families, samples } = await exposition(register);
     assertContract(families);
-    // Both are fixed windows (the default algorithm): one label, fixed.
-    assert.deepEqual(counts(samples, "fixed"), { allowed: 3, refused: 2, "units allowed": 3, "units refused": 2, calls: 5 });
-    assert.deepEqual(series(samples, "ratelimit_client_top_refused"), { '{identity="rl:rlflx:hal",limit="fixed"}': 2 });
+    // Both are fixed windows (the default algorithm): one label, fixed_window.
+    assert.deepEqual(counts(samples, "fixed_window"), { allowed: 3, refused: 2, "units allowed": 3, "units refused": 2, calls: 5 });
+    assert.deepEqual(series(samples, "ratelimit_client_top_refused"), { '{identity="rl:rlflx:hal",limit="fixed_window"}': 2 });
+  });
+
+  it("counts only the calls that take units: no peek, query, refund or lease peek", async () => {
+    const register = new Registry();
+    const limits = new RateLimits(connect(withModule.port), { metrics: new PrometheusMetrics({ register }) });
+    const api = limits.slidingLog({ limit: 1, window: "1m", name: "api" });
+    assert.equal((await api.take("ivy")).allowed, true);
+    assert.equal((await api.peek("ivy")).allowed, false);
+    assert.equal((await api.query("ivy")).remaining, 0);
+    assert.equal((await api.refund("ivy")).remaining, 1);
+    assert.equal((await limits.concurrency({ limit: 1, timeout: "10s", name: "jobs" }).acquire("jobs:ivy", 1, { peek: true })).allowed, true);
+    const { samples } = await exposition(register);
+    assert.deepEqual(counts(samples, "api"), { allowed: 1, "units allowed": 1, calls: 1 });
+    assert.deepEqual(counts(samples, "jobs"), {});
+    assert.deepEqual(series(samples, "ratelimit_client_top_refused"), {});
   });
 
   it("records the middleware's identity, not its Redis key", async () => {

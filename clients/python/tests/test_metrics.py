@@ -368,3 +368,19 @@ def test_the_limits_storage_counts_its_hits(module_server: Server, registry: Col
     }
     assert backends(samples) == {"module": 1}
     assert top_refused(samples) == {("sliding_log", "ratelimit:limits:LIMITER/alice/2/1/minute"): 1}
+
+
+def test_only_calls_that_take_units_are_decisions(module_server: Server, registry: CollectorRegistry) -> None:
+    """A peek, a query and a refund answer a decision but take nothing: not
+    counted (the contract's ``counted``), as a lease's peek."""
+    limits = RateLimits(redis.Redis(port=module_server.port), metrics=PrometheusMetrics(registry))
+    api = limits.sliding_log(limit=1, window=60, name="api")
+    assert api.take("ivy").allowed is True
+    assert api.peek("ivy").allowed is False
+    assert api.query("ivy").remaining == 0
+    assert api.refund("ivy").remaining == 1
+    assert limits.concurrency(limit=1, timeout=10, name="jobs").acquire("jobs:ivy", 1, peek=True).allowed is True
+    _, samples = exposition(registry)
+    assert counts(samples, "api") == {"allowed": 1, "units allowed": 1, "calls": 1}
+    assert counts(samples, "jobs") == {}
+    assert top_refused(samples) == {}

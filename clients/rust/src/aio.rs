@@ -254,10 +254,11 @@ impl<C: AsyncConnector> RateLimits<C> {
         I: IntoIterator,
         I::Item: AsRef<Limit>,
     {
+        let all = crate::sync::all_of(limits)?;
         Ok(AllOf {
             limits: self.clone(),
-            all: crate::sync::all_of(limits)?,
-            name: crate::sync::ALL_OF.into(),
+            name: crate::sync::all_of_name(&all),
+            all,
         })
     }
 

@@ -343,7 +343,8 @@ impl std::fmt::Debug for Name {
 }
 
 /// Who a decision is for, as the metrics label it: the limiter's name, and
-/// the identity (the layer's; else the keys given, joined by `,`).
+/// the identity (the layer's; else the key given, an `all_of`'s binding
+/// key when it answered).
 #[derive(Debug, Clone, Copy)]
 #[cfg_attr(not(feature = "prometheus"), allow(dead_code))]
 pub(crate) struct Who<'a> {
@@ -382,7 +383,13 @@ impl Watch<'_> {
             let identity = || match (who.identity, keys) {
                 (Some(identity), _) => Cow::Borrowed(identity),
                 (None, [key]) => Cow::Borrowed(*key),
-                (None, keys) => Cow::Owned(keys.join(",")),
+                // The limit that decided (1-based), as the other clients count it.
+                (None, keys) => match result {
+                    Ok((decision, _)) if (1..=keys.len()).contains(&decision.binding) => {
+                        Cow::Borrowed(keys[decision.binding - 1])
+                    }
+                    _ => Cow::Owned(keys.join(",")),
+                },
             };
             let result = result.as_ref().map(|(d, _)| *d);
             metrics.record(start, who.name, identity, plan.asked, &result, backend());

@@ -198,10 +198,11 @@ impl<C: Connector> RateLimits<C> {
         I: IntoIterator,
         I::Item: AsRef<Limit>,
     {
+        let all = all_of(limits)?;
         Ok(AllOf {
             limits: self.clone(),
-            all: all_of(limits)?,
-            name: ALL_OF.into(),
+            name: all_of_name(&all),
+            all,
         })
     }
 
@@ -345,8 +346,13 @@ impl<C: Connector> RateLimits<C> {
     }
 }
 
-/// The name of an `all_of` unless given one (the metrics' `limit` label).
-pub(crate) const ALL_OF: &str = "all_of";
+/// The name of an `all_of` unless given one (the metrics' `limit` label):
+/// its limits' kinds joined by `+` (`gcra+fixed_window`), as the Python and
+/// Node.js clients join their limiters' names.
+pub(crate) fn all_of_name(all: &[Limit]) -> Name {
+    let kinds: Vec<&str> = all.iter().map(Limit::kind).collect();
+    Name::given(&kinds.join("+"))
+}
 
 /// The name of leases unless given one.
 pub(crate) const CONCURRENCY: &str = "concurrency";

@@ -232,11 +232,13 @@ mod exported {
         let samples = samples(&scrape);
         assert!(
             samples.contains(
-                &r#"ratelimit_client_top_refused{identity="{u:1}:burst,{u:1}:hourly",limit="all_of"} 1"#
+                &r#"ratelimit_client_top_refused{identity="{u:1}:burst",limit="sliding_log+fixed_window"} 1"#
             ),
             "{scrape}"
         );
-        assert!(samples.contains(&r#"ratelimit_client_decisions_total{limit="all_of",outcome="refused"} 1"#));
+        assert!(samples.contains(
+            &r#"ratelimit_client_decisions_total{limit="sliding_log+fixed_window",outcome="refused"} 1"#
+        ));
     }
 
     #[test]

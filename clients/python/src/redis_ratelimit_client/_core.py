@@ -119,7 +119,8 @@ def rate_call(
         fail_open,
         (command, *params, *keys, *args) if plain else None,
     )
-    if calls.metrics is None:
+    # A decision takes units: a query (n 0), a peek or a refund is not one.
+    if calls.metrics is None or n == 0 or opts.get("peek") or opts.get("refund"):
         return decided
     return calls.metrics.measure(decided, calls, name, keys, n, identity)
 
@@ -284,7 +285,7 @@ class ConcurrencyBase:
             self.spec.limit,
             n,
         )
-        if self._calls.metrics is None:
+        if self._calls.metrics is None or peek:
             return decided
         return self._calls.metrics.measure(decided, self._calls, self.spec.name, (key,), n, None)
 
