@@ -24,9 +24,9 @@ const ioredis = (lib) => async (port) => {
   return { client, close: async () => client.disconnect() };
 };
 
-/** @param {any} lib @returns {(port: number) => Promise<Connection>} */
-const nodeRedis = (lib) => async (port) => {
-  const client = lib.createClient({ socket: { host: HOST, port, reconnectStrategy: RECONNECT } });
+/** @param {any} lib @param {object} [options] more of createClient's options @returns {(port: number) => Promise<Connection>} */
+const nodeRedis = (lib, options = {}) => async (port) => {
+  const client = lib.createClient({ ...options, socket: { host: HOST, port, reconnectStrategy: RECONNECT } });
   client.on("error", () => {});
   await client.connect();
   return { client, close: async () => (client.destroy ? client.destroy() : client.disconnect()) };
@@ -47,12 +47,7 @@ const CLIENTS = {
 };
 
 /** @param {any} lib @returns {(port: number) => Promise<Connection>} */
-const nodeRedisResp3 = (lib) => async (port) => {
-  const client = lib.createClient({ RESP: 3, socket: { host: HOST, port, reconnectStrategy: RECONNECT } });
-  client.on("error", () => {});
-  await client.connect();
-  return { client, close: async () => (client.destroy ? client.destroy() : client.disconnect()) };
-};
+const nodeRedisResp3 = (lib) => nodeRedis(lib, { RESP: 3 });
 
 /** The clients that speak RESP3 (node-redis 5 and later), by the name of the same client speaking RESP2. @type {Record<string, (port: number) => Promise<Connection>>} */
 const RESP3_CLIENTS = {
@@ -90,4 +85,13 @@ function unreachable() {
   return client;
 }
 
-module.exports = { CLIENTS, CURRENT, CLUSTER_CLIENTS, RESP3_CLIENTS, RECONNECT, unreachable };
+/**
+ * Where the adapters' tests run: the module through ioredis (every test),
+ * and a server without it, the functions library, through node-redis.
+ */
+const ADAPTER_SETUPS = [
+  { name: "module, ioredis", server: { module: true }, connect: CURRENT["ioredis 6"], backend: "module", full: true },
+  { name: "no module (functions), node-redis", server: {}, connect: CURRENT["node-redis 6"], backend: "functions", full: false },
+];
+
+module.exports = { ADAPTER_SETUPS, CLIENTS, CURRENT, CLUSTER_CLIENTS, RESP3_CLIENTS, RECONNECT, unreachable };

@@ -14,16 +14,11 @@ const express = require("express");
 const { rateLimit } = require("express-rate-limit");
 const { RateLimitStore } = require("../lib");
 const { startServer } = require("./servers");
-const { CURRENT, unreachable } = require("./clients");
+const { ADAPTER_SETUPS, unreachable } = require("./clients");
 const { serve, getWith } = require("./http");
 
 const YEAR = 365 * 24 * 3600 * 1000;
 const HEADERS = ["RateLimit-Policy", "RateLimit", "Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining"];
-
-const SETUPS = [
-  { name: "module, ioredis", server: { module: true }, connect: CURRENT["ioredis 6"], backend: "module", full: true },
-  { name: "no module (functions), node-redis", server: {}, connect: CURRENT["node-redis 6"], backend: "functions", full: false },
-];
 
 let fresh = 0;
 /** A client identity no earlier request used. */
@@ -69,7 +64,7 @@ function appWith(options) {
   return { app, limiter, errors };
 }
 
-for (const setup of SETUPS) {
+for (const setup of ADAPTER_SETUPS) {
   describe(`express-rate-limit store: ${setup.name}`, () => {
     /** @type {Awaited<ReturnType<typeof startServer>>} */
     let server;

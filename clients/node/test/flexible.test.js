@@ -14,17 +14,12 @@ const express = require("express");
 const { RateLimiterRes, RateLimiterUnion, RateLimiterMemory, RateLimiterRedis } = require("rate-limiter-flexible");
 const { FlexibleLimiter, RateLimits } = require("../lib");
 const { startServer } = require("./servers");
-const { CURRENT, unreachable } = require("./clients");
+const { ADAPTER_SETUPS, unreachable } = require("./clients");
 const { serve, getWith } = require("./http");
 const { within } = require("./suite");
 
 const YEAR_S = 365 * 24 * 3600;
 const YEAR_MS = YEAR_S * 1000;
-
-const SETUPS = [
-  { name: "module, ioredis", server: { module: true }, connect: CURRENT["ioredis 6"], backend: "module", full: true },
-  { name: "no module (functions), node-redis", server: {}, connect: CURRENT["node-redis 6"], backend: "functions", full: false },
-];
 
 let fresh = 0;
 /** A key no earlier call used. */
@@ -45,7 +40,7 @@ function fields(res, before, after) {
   return { remainingPoints, consumedPoints, isFirstInDuration };
 }
 
-for (const setup of SETUPS) {
+for (const setup of ADAPTER_SETUPS) {
   describe(`rate-limiter-flexible: ${setup.name}`, () => {
     /** @type {Awaited<ReturnType<typeof startServer>>} */
     let server;

@@ -256,7 +256,7 @@ class RateLimitStorage(
 
     def __init__(self, uri: str, wrap_exceptions: bool = False, **options: Any) -> None:
         super().__init__(uri, wrap_exceptions=wrap_exceptions)
-        self._setup = _Setup(uri, self._scheme(), options)
+        self._setup = _Setup(uri, self.STORAGE_SCHEME[0], options)
         self.redis: Any = self._connect(self._setup)
         self.limits = RateLimits(self.redis, **self._setup.limits_options)
         """The client's ``RateLimits``: its limiters share these keys."""
@@ -266,9 +266,6 @@ class RateLimitStorage(
         self._run = self.limits._run
         self._prefix = self._setup.key("")
         self._sliding = self._setup.sliding_key("")
-
-    def _scheme(self) -> str:
-        return "redis-ratelimit"
 
     def _connect(self, setup: _Setup) -> Any:
         return redis.Redis.from_url(setup.url, **setup.redis_options)
@@ -347,9 +344,6 @@ class RateLimitClusterStorage(RateLimitStorage):
 
     STORAGE_SCHEME = ["redis-ratelimit+cluster"]  # noqa: RUF012 (limits reads it from the class)
 
-    def _scheme(self) -> str:
-        return "redis-ratelimit+cluster"
-
     def _connect(self, setup: _Setup) -> Any:
         nodes = [redis.cluster.ClusterNode(host, port) for host, port in setup.nodes]  # type: ignore[no-untyped-call]
         return redis.cluster.RedisCluster(startup_nodes=nodes, **setup.redis_options)
@@ -373,7 +367,7 @@ class AsyncRateLimitStorage(
 
     def __init__(self, uri: str, wrap_exceptions: bool = False, **options: Any) -> None:
         super().__init__(uri, wrap_exceptions=wrap_exceptions)
-        self._setup = _Setup(uri, self._scheme(), options)
+        self._setup = _Setup(uri, self.STORAGE_SCHEME[0], options)
         self.redis: Any = self._connect(self._setup)
         self.limits = AsyncRateLimits(self.redis, **self._setup.limits_options)
         """The client's ``AsyncRateLimits``: its limiters share these keys."""
@@ -383,9 +377,6 @@ class AsyncRateLimitStorage(
         self._run = self.limits._run
         self._prefix = self._setup.key("")
         self._sliding = self._setup.sliding_key("")
-
-    def _scheme(self) -> str:
-        return "async+redis-ratelimit"
 
     def _connect(self, setup: _Setup) -> Any:
         return redis.asyncio.Redis.from_url(setup.url, **setup.redis_options)
@@ -463,9 +454,6 @@ class AsyncRateLimitClusterStorage(AsyncRateLimitStorage):
     ``async+redis-ratelimit+cluster://host:port[,host:port...]``."""
 
     STORAGE_SCHEME = ["async+redis-ratelimit+cluster"]  # noqa: RUF012 (limits reads it from the class)
-
-    def _scheme(self) -> str:
-        return "async+redis-ratelimit+cluster"
 
     def _connect(self, setup: _Setup) -> Any:
         nodes = [redis.asyncio.cluster.ClusterNode(host, port) for host, port in setup.nodes]
