@@ -551,9 +551,10 @@ fn random_arguments_never_crash_or_corrupt() {
                 };
                 assert_eq!(parts.len(), queued, "{context}: {parts:?}");
                 let (before, rest) = parts.split_first().expect("DUMP");
-                let (before_ttl, rest) = rest.split_at(probe.len());
+                let (before_probe, rest) = rest.split_at(probe.len());
                 let (reply, rest) = rest.split_first().expect("the call");
-                let (after, after_ttl) = rest.split_first().expect("DUMP");
+                let (after, after_probe) = rest.split_first().expect("DUMP");
+                let (before_ttl, after_ttl) = (probe.expiry(before_probe), probe.expiry(after_probe));
                 // Redis 6.0 reads the clock anew for each command of a
                 // transaction (a function or script on 7.0, at its own
                 // start): a key whose expiry falls between the DUMP
@@ -565,18 +566,17 @@ fn random_arguments_never_crash_or_corrupt() {
                 // it may still read the key, and the PTTL a millisecond later
                 // find it gone (-2), if it was due by the clock's reading
                 // after that PTTL.
-                let gone_before_the_call = probe.expiry(before_ttl).0 == -2;
+                let gone_before_the_call = before_ttl.0 == -2;
                 let due_by = |last: bool| {
                     gone_before_the_call
-                        || probe.expiry(before_ttl).0 >= 0
+                        || before_ttl.0 >= 0
                             && probe
-                                .now(after_ttl, last)
-                                .is_some_and(|now| probe.expiry(before_ttl).0 <= now)
+                                .now(after_probe, last)
+                                .is_some_and(|now| before_ttl.0 <= now)
                 };
-                let vanished = thawed && *before != Value::Nil;
-                let expired = vanished && *after == Value::Nil && due_by(false);
-                let expired_by_the_probe = vanished && probe.expiry(after_ttl).0 == -2 && due_by(true);
-                let (before_ttl, after_ttl) = (probe.expiry(before_ttl), probe.expiry(after_ttl));
+                let may_expire = thawed && *before != Value::Nil;
+                let expired = may_expire && *after == Value::Nil && due_by(false);
+                let expired_by_the_probe = may_expire && after_ttl.0 == -2 && due_by(true);
                 match reply {
                     Value::ServerError(e) => {
                         errors += 1;
